@@ -1,0 +1,63 @@
+"""Shared CLI plumbing: error to exit-code mapping, progress bars, printing the run path."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def run_cli(cli: click.Group, argv: list[str]) -> Any:
+    """Run ``cli``; voxeval input errors exit 2 with a one-paragraph message on stderr."""
+    from voxeval.core.errors import BackendUnavailable, InputError
+
+    try:
+        return cli.main(args=argv, prog_name="voxeval", standalone_mode=True)
+    except (InputError, BackendUnavailable) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def fail_usage(message: str) -> None:
+    from voxeval.core.errors import InputError
+
+    raise InputError(message)
+
+
+def print_result_path(path: Path) -> None:
+    """The last stdout line of every command that produces results is the result folder."""
+    click.echo(str(path))
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar on stderr (hidden when stderr is not a terminal or disabled)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+        disable=not enabled,
+        transient=False,
+    ) as progress:
+        yield progress

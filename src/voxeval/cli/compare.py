@@ -1,0 +1,24 @@
+"""``voxeval compare RUN_A RUN_B``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from voxeval.cli.common import print_result_path
+
+
+@click.command()
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "-o", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=0, show_default=True)
+def compare(run_a: Path, run_b: Path, out: Path, seed: int) -> None:
+    """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""
+    from voxeval.core.compare import compare_runs, render_compare_markdown, write_compare
+    from voxeval.report.writer import json_safe
+
+    result = compare_runs(run_a, run_b, seed=seed)
+    click.echo(render_compare_markdown(json_safe(result)), err=True)
+    print_result_path(write_compare(result, out))

@@ -1,0 +1,22 @@
+"""``voxeval demo``: every registered suite's embedded demo, one combined report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from voxeval.cli.common import print_result_path
+
+
+@click.command()
+@click.option("--out", "-o", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--only", multiple=True, help="Run only these suites.")
+@click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 16))
+def demo(out: Path, only: tuple[str, ...], workers: int) -> None:
+    """Build demo data for each suite, run it, and write one report with a section per suite."""
+    from voxeval.demo import run_demo
+
+    path = run_demo(out, only=list(only), workers=workers)
+    click.echo(f"report: {path / 'report.html'}", err=True)
+    print_result_path(path)

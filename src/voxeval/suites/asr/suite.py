@@ -1,0 +1,202 @@
+"""The ASR suite's entry points: run, score, report, demo, paired units for compare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from voxeval.core.items import Item, file_sha256, load_manifest
+from voxeval.core.records import Record
+from voxeval.core.registry import SuiteInfo
+from voxeval.core.runstore import RunStore, config_fingerprint, utc_now
+from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
+
+SUITE_NAME = "asr"
+
+
+def run_config(
+    manifest: Path, systems: Sequence[str], normalizer: str, repeats: int
+) -> dict[str, Any]:
+    """What decides the meaning of the records (hashed into the resume fingerprint)."""
+    return {
+        "manifest": str(manifest),
+        "manifest_sha256": file_sha256(manifest),
+        "systems": list(systems),
+        "normalizer": normalizer,
+        "normalizer_version": normalizer_version(normalizer),
+        "metrics_version": METRICS_VERSION,
+        "repeats": repeats,
+    }
+
+
+def start_or_resume(
+    out: Path, items: list[Item], config: dict[str, Any], resume: bool
+) -> tuple[RunStore, set[tuple[str, str, int]], bool]:
+    """A new run, or with ``resume`` the newest matching run under ``out`` and its done keys."""
+    if resume:
+        store = RunStore.find_resumable(out, SUITE_NAME, config_fingerprint(config))
+        if store is not None:
+            store.repair_tail()
+            done = {r.key for r in store.load_records().records}
+            return store, done, True
+    return RunStore.create(out, SUITE_NAME, config, items), set(), False
+
+
+def run_asr(
+    manifest: str | Path,
+    systems: Sequence[str],
+    out: str | Path,
+    *,
+    normalizer: str = DEFAULT_NORMALIZER,
+    repeats: int = 1,
+    workers: int = 1,
+    executor: str = "thread",
+    timeout: float | None = 600.0,
+    resume: bool = False,
+    on_start: Callable[[str, int], None] | None = None,
+    on_record: Callable[[Record], None] | None = None,
+    write_reports: bool = True,
+) -> RunStore:
+    """Transcribe ``manifest`` with every system into ``out/<run_id>/`` and write the reports."""
+    from voxeval.suites.asr.runner import run_systems
+
+    manifest = Path(manifest)
+    items = load_manifest(manifest)
+    config = run_config(manifest, systems, normalizer, repeats)
+    store, done, resumed = start_or_resume(Path(out), items, config, resume)
+    info = store.info()
+    if resumed:
+        info.setdefault("resumed_at", []).append(utc_now())
+        store.write_info(info)
+    try:
+        loads = run_systems(
+            store, items, systems, normalizer=normalizer, repeats=repeats, workers=workers,
+            executor=executor, timeout=timeout, done=done, on_start=on_start, on_record=on_record,
+        )
+    finally:
+        store.close()
+    info = store.info()
+    sys_info = info.get("systems", {})
+    for spec, load in loads.items():
+        if load:
+            sys_info.setdefault(spec, {}).update(load)
+    info.update(
+        systems=sys_info, ended_at=utc_now(),
+        execution={"workers": workers, "executor": executor, "timeout_s": timeout},
+    )
+    store.write_info(info)
+    if write_reports:
+        from voxeval.report import write_report
+
+        write_report(store.path)
+    return store
+
+
+def score_files(
+    predictions: Sequence[str | Path],
+    out: str | Path,
+    *,
+    normalizer: str = DEFAULT_NORMALIZER,
+    workers: int | None = None,
+    write_reports: bool = True,
+) -> RunStore:
+    """Score prediction files into a new run directory (no system is run)."""
+    from voxeval.suites.asr.scoring import read_predictions, score_records
+
+    items, records = read_predictions(predictions)
+    score_records(items, records, normalizer, workers=workers)
+    systems = sorted({r.system for r in records})
+    config = {
+        "predictions": [str(p) for p in predictions],
+        "predictions_sha256": [file_sha256(p) for p in predictions],
+        "systems": systems,
+        "normalizer": normalizer,
+        "normalizer_version": normalizer_version(normalizer),
+        "metrics_version": METRICS_VERSION,
+        "mode": "score",
+    }
+    store = RunStore.create(out, SUITE_NAME, config, items)
+    store.append_many(records)
+    store.update_info(ended_at=utc_now())
+    if write_reports:
+        from voxeval.report import write_report
+
+        write_report(store.path)
+    return store
+
+
+def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
+    from voxeval.suites.asr.report import build_report as _build
+
+    return _build(store, **options)
+
+
+def paired_units(store: RunStore, normalizer: str | None = None) -> dict[str, Any]:
+    """Per (system, item): (errors, reference words) for paired comparisons, and speakers."""
+    from voxeval.suites.asr.report import rescore
+
+    info = store.info()
+    normalizer = normalizer or info.get("config", {}).get("normalizer") or DEFAULT_NORMALIZER
+    items = {it.id: it for it in store.items()}
+    records = rescore(store.load_records().records, items, normalizer)
+    units: dict[str, dict[str, tuple[float, float]]] = {}
+    for r in records:
+        if r.status != "ok" or not r.metrics or r.metrics.get("empty_ref") or r.repeat != 0:
+            continue
+        if items[r.id].labels.get("audit"):
+            continue
+        m = r.metrics
+        units.setdefault(r.system, {})[r.id] = (m["sub"] + m["del"] + m["ins"], m["ref_words"])
+    return {
+        "metric": "wer",
+        "lower_is_better": True,
+        "units": units,
+        "clusters": {i: it.speaker for i, it in items.items() if it.speaker},
+        "groups": {i: {"condition": it.condition} for i, it in items.items()},
+    }
+
+
+def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
+    """Build the embedded demo set and run both local engines on it."""
+    from voxeval.suites.asr.demo_data import build_demo_dataset
+
+    data_dir = Path(out) / "_demo_data" / "asr"
+    manifest = build_demo_dataset(data_dir, progress=progress)
+    systems = ["faster-whisper", "pocketsphinx"]
+    return run_asr(manifest, systems, out, workers=workers)
+
+
+def _render_markdown(report: dict[str, Any]) -> str:
+    from voxeval.suites.asr.render import render_markdown
+
+    return render_markdown(report)
+
+
+def _render_html(report: dict[str, Any], store: RunStore) -> str:
+    from voxeval.suites.asr.render import render_html
+
+    return render_html(report, store)
+
+
+def _render_html_body(report: dict[str, Any], store: RunStore) -> str:
+    from voxeval.suites.asr.render import render_html_body
+
+    return render_html_body(report, store)
+
+
+SUITE = SuiteInfo(
+    name=SUITE_NAME,
+    description="ASR robustness: WER per condition and subgroup, rank stability, overfitting audits",
+    demo=demo,
+    report=build_report,
+    paired_units=paired_units,
+    extras={
+        "render_markdown": _render_markdown,
+        "render_html": _render_html,
+        "render_html_body": _render_html_body,
+        "title": "ASR robustness",
+    },
+)
+
+__all__ = ["SUITE", "run_asr", "score_files"]
