@@ -170,9 +170,14 @@ def test_unreachable_server_reports_url(clip: np.ndarray, monkeypatch: pytest.Mo
 
 def test_conforms_with_check_helper(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    with FakeOpenAIServer(token=SECRET) as server:
+    short = [{"word": "in", "start": 0.0, "end": 0.3}, {"word": "being", "start": 0.3, "end": 0.9}]
+    with FakeOpenAIServer(token=SECRET, words=short) as server:
         problems = check_transcriber(make(server), clip)
     assert problems == []
+    # the canned 1.9 s words do not fit the helper's 1 s of silence: the helper must say so
+    with FakeOpenAIServer(token=SECRET) as server:
+        problems = check_transcriber(make(server), clip)
+    assert any("silence_1s" in p and "outside the audio" in p for p in problems)
 
 
 def test_spec_validation() -> None:

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+import pytest
+
+from voxeval.core.executor import make_executor
+
+
+class Worker:
+    """Counts how many workers were built; squares its input."""
+
+    def __call__(self, x: int) -> tuple[int, int, int]:
+        return (x, x * x, threading.get_ident())
+
+
+def make_worker(built: list[int] | None = None) -> Worker:
+    if built is not None:
+        built.append(1)
+    return Worker()
+
+
+def square_with_pid(x: int) -> tuple[int, int]:
+    return (x * x, os.getpid())
+
+
+def make_pid_worker() -> object:
+    return square_with_pid
+
+
+@pytest.mark.parametrize("kind,workers", [("serial", 1), ("thread", 1), ("thread", 3)])
+def test_all_tasks_done_once(kind: str, workers: int) -> None:
+    built: list[int] = []
+    ex = make_executor(kind, workers)
+    out = list(ex.map_unordered(functools.partial(make_worker, built), list(range(50))))
+    assert sorted(r[0] for r in out) == list(range(50))
+    assert all(r[1] == r[0] ** 2 for r in out)
+    assert 1 <= len(built) <= workers  # one worker per thread, built lazily
+    if workers > 1:
+        assert len({r[2] for r in out}) >= 1
+
+
+def test_process_executor_uses_other_processes() -> None:
+    ex = make_executor("process", 2)
+    out = list(ex.map_unordered(make_pid_worker, list(range(8))))
+    assert sorted(r[0] for r in out) == [x * x for x in range(8)]
+    assert os.getpid() not in {r[1] for r in out}
+
+
+def test_bad_kind() -> None:
+    with pytest.raises(ValueError):
+        make_executor("ray", 1)

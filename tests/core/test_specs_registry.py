@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import pytest
+
+from voxeval.core.errors import BackendUnavailable, SpecError
+from voxeval.core.registry import BackendInfo, Registry
+from voxeval.core.specs import parse_spec
+
+
+def test_parse_spec_forms() -> None:
+    s = parse_spec("openai-compat:http://127.0.0.1:8000/v1?model=whisper-1&key_env=MY_KEY")
+    assert (s.backend, s.target, s.options) == ("openai-compat", "http://127.0.0.1:8000/v1", {"model": "whisper-1", "key_env": "MY_KEY"})
+    assert parse_spec("faster-whisper").target is None
+    assert parse_spec("python:pkg.mod:factory").target == "pkg.mod:factory"
+    assert parse_spec("ws://127.0.0.1:9/x").backend == "realtime"
+    assert str(parse_spec(" pocketsphinx ")) == "pocketsphinx"
+    with pytest.raises(SpecError):
+        parse_spec("")
+    with pytest.raises(SpecError):
+        parse_spec("9bad:x")
+
+
+def test_lookup_miss_lists_known_and_nearest() -> None:
+    reg = Registry()
+    with pytest.raises(SpecError) as exc:
+        reg.backend("transcribe", "faster-wisper")
+    msg = str(exc.value)
+    assert "Did you mean faster-whisper" in msg and "pocketsphinx" in msg
+
+
+def test_unavailable_backend_names_install_hint() -> None:
+    reg = Registry()
+    reg.register_backend(BackendInfo("ghost", ("transcribe",), "nowhere:build", requires=("no_such_module_xyz",), extra="ghost"))
+    assert reg.backend("transcribe", "ghost").missing() == ["no_such_module_xyz"]
+    with pytest.raises(BackendUnavailable, match=r"voxeval\[ghost\]"):
+        reg.build("transcribe", "ghost")
+
+
+def test_suites_registered() -> None:
+    reg = Registry()
+    assert "asr" in {s.name for s in reg.suites()}
+    with pytest.raises(SpecError, match="Known"):
+        reg.suite("asx")

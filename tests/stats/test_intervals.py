@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from voxeval.stats.intervals import bootstrap_ratio_ci, paired_bootstrap_ratio_diff, wilson_interval
+from voxeval.stats.ranks import rank_agreement
+
+
+def test_wilson_known_values() -> None:
+    lo, hi = wilson_interval(8, 10)
+    assert math.isclose(lo, 0.4901624, abs_tol=1e-6) and math.isclose(hi, 0.9433178, abs_tol=1e-6)
+    assert wilson_interval(0, 10)[0] == 0.0
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+
+
+def test_bootstrap_ratio_contains_point_and_clusters_widen() -> None:
+    rng = np.random.default_rng(1)
+    # 6 speakers with very different error rates, 20 utterances each
+    rates = np.repeat([0.02, 0.05, 0.1, 0.2, 0.3, 0.5], 20)
+    den = rng.integers(5, 20, size=rates.size).astype(float)
+    num = np.round(den * rates)
+    speakers = np.repeat(list("abcdef"), 20)
+    point = num.sum() / den.sum()
+    lo_u, hi_u = bootstrap_ratio_ci(num, den)
+    lo_s, hi_s = bootstrap_ratio_ci(num, den, list(speakers))
+    assert lo_u < point < hi_u and lo_s < point < hi_s
+    assert (hi_s - lo_s) > 1.5 * (hi_u - lo_u)  # speaker clustering is honest about few talkers
+    assert bootstrap_ratio_ci([1, 2], [10, 10], ["x", "x"]) == (0.15, 0.15)
+    assert all(math.isnan(v) for v in bootstrap_ratio_ci([], []))
+
+
+def test_paired_diff_detects_consistent_improvement() -> None:
+    rng = np.random.default_rng(2)
+    den = rng.integers(8, 30, size=200).astype(float)
+    na = np.round(den * rng.uniform(0.1, 0.4, size=200))
+    nb = np.maximum(na - 1, 0)  # B makes one error fewer almost everywhere
+    d = paired_bootstrap_ratio_diff(na, den, nb, den)
+    assert d.diff > 0 and d.ci_lo > 0 and d.p_value < 0.01 and d.n == 200
+    same = paired_bootstrap_ratio_diff(na, den, na, den)
+    assert same.diff == 0 and same.p_value == 1.0
+
+
+def test_rank_agreement() -> None:
+    a = {"x": 0.1, "y": 0.2, "z": 0.3}
+    assert rank_agreement(a, {"x": 0.2, "y": 0.3, "z": 0.5}).kendall_tau == 1.0
+    assert rank_agreement(a, {"x": 0.5, "y": 0.3, "z": 0.2}).spearman_rho == -1.0
+    assert math.isnan(rank_agreement(a, {"x": 0.1}).kendall_tau)

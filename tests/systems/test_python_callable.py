@@ -1,0 +1,171 @@
+"""python:module:factory adapters built from real modules written to a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxeval.core.audio import load_audio
+from voxeval.core.errors import InputError, SpecError, SystemOutputError
+from voxeval.core.registry import REGISTRY
+from voxeval.systems.base import Transcript, Word
+from voxeval.systems.python_callable import CallableTranscriber, coerce_transcript
+from voxeval.systems.testing import check_transcriber
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
+
+USER_MODULE = '''
+import numpy as np
+from voxeval.systems.base import Transcript
+
+__version__ = "1.2.3"
+
+class Energy:
+    """Answers with the clip length and RMS, so tests can see the real audio arrived."""
+
+    sample_rate = 16000
+
+    def __init__(self, answer="transcript", scale="1"):
+        self.answer = answer
+        self.scale = float(scale)
+        self.loaded = 0
+
+    def load(self):
+        self.loaded += 1
+
+    def transcribe(self, audio):
+        rms = float(np.sqrt(np.mean(np.square(audio)))) * self.scale
+        text = f"{audio.shape[0]} {rms:.4f}"
+        if self.answer == "transcript":
+            return Transcript(text, language="en")
+        if self.answer == "str":
+            return text
+        if self.answer == "dict":
+            return {"pred_text": text, "words": [{"word": "x", "start": 0.0, "end": 0.5}]}
+        if self.answer == "int":
+            return 7
+        if self.answer == "nodict":
+            return {"label": text}
+        if self.answer == "badwords":
+            return {"text": text, "words": [{"word": "x", "start": None, "end": 1}]}
+        raise ValueError(self.answer)
+
+    def describe(self):
+        return {"name": "energy", "scale": self.scale}
+
+
+def make_energy(**options):
+    return Energy(**options)
+
+
+def make_function(prefix="n="):
+    def run(audio, sample_rate):
+        return f"{prefix}{audio.shape[0]}@{sample_rate}"
+    return run
+
+
+def make_nothing():
+    return 42
+
+
+def broken_factory():
+    raise RuntimeError("factory exploded")
+
+NOT_CALLABLE = 5
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    name = f"voxeval_user_asr_{abs(hash(tmp_path)) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(USER_MODULE), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.fixture
+def clip() -> np.ndarray:
+    if not CLIP.exists():
+        pytest.skip(f"../shared/data not found: {CLIP}")
+    return load_audio(CLIP).samples
+
+
+def build(spec: str) -> CallableTranscriber:
+    system = REGISTRY.build("transcribe", spec)
+    assert isinstance(system, CallableTranscriber)
+    system.load()
+    return system
+
+
+def test_object_factory_gets_options_and_real_audio(user_module: str, clip: np.ndarray) -> None:
+    system = build(f"python:{user_module}:make_energy?scale=2")
+    assert system.obj.loaded == 1 and system.obj.scale == 2.0
+    out = system.transcribe(clip)
+    n, rms = out.text.split()
+    assert int(n) == clip.shape[0] == pytest.approx(1.9 * 16000, abs=2)
+    expected = 2 * float(np.sqrt(np.mean(np.square(clip))))
+    assert float(rms) == pytest.approx(expected, abs=1e-4) and expected > 0.01
+    info = system.describe()
+    assert info["kind"] == "object" and info["module_version"] == "1.2.3"
+    assert info["system"] == {"name": "energy", "scale": 2.0}
+    assert info["options"] == {"scale": "2"}
+    json.dumps(info)
+
+
+@pytest.mark.parametrize("answer", ["transcript", "str", "dict"])
+def test_accepted_answer_shapes(user_module: str, answer: str) -> None:
+    out = build(f"python:{user_module}:make_energy?answer={answer}").transcribe(
+        np.full(800, 0.5, dtype=np.float32)
+    )
+    assert isinstance(out, Transcript) and out.text == "800 0.5000"
+    if answer == "dict":
+        assert out.words == [Word("x", 0.0, 0.5, None)]
+
+
+@pytest.mark.parametrize("answer", ["int", "nodict", "badwords"])
+def test_unusable_answers_are_system_output_errors(user_module: str, answer: str) -> None:
+    system = build(f"python:{user_module}:make_energy?answer={answer}")
+    with pytest.raises(SystemOutputError):
+        system.transcribe(np.zeros(160, dtype=np.float32))
+
+
+def test_plain_callable_receives_sample_rate(user_module: str, clip: np.ndarray) -> None:
+    system = build(f"python:{user_module}:make_function?prefix=len")
+    assert system.kind == "callable"
+    assert system.transcribe(clip).text == f"len{clip.shape[0]}@16000"
+    assert check_transcriber(system, clip) == []
+
+
+def test_import_and_attribute_errors(user_module: str) -> None:
+    with pytest.raises(InputError, match="not found on sys.path"):
+        REGISTRY.build("transcribe", "python:voxeval_no_such_module_xyz:make")
+    with pytest.raises(InputError) as err:
+        REGISTRY.build("transcribe", f"python:{user_module}:make_energi")
+    assert "make_energy" in str(err.value) and "make_function" in str(err.value)
+    with pytest.raises(SpecError, match="module:factory"):
+        REGISTRY.build("transcribe", f"python:{user_module}")
+    with pytest.raises(InputError, match="not a callable"):
+        REGISTRY.build("transcribe", f"python:{user_module}:NOT_CALLABLE")
+    with pytest.raises(InputError, match="no transcribe"):
+        REGISTRY.build("transcribe", f"python:{user_module}:make_nothing")
+    with pytest.raises(InputError, match="factory exploded"):
+        REGISTRY.build("transcribe", f"python:{user_module}:broken_factory")
+    with pytest.raises(InputError, match="unexpected keyword"):
+        REGISTRY.build("transcribe", f"python:{user_module}:make_function?nope=1")
+
+
+def test_coerce_transcript_rules() -> None:
+    assert coerce_transcript("hi").text == "hi"
+    assert coerce_transcript({"text": "a", "language": "en"}).language == "en"
+    words = coerce_transcript({"text": "a", "words": [Word("a", 0.1, 0.2, 0.9)]}).words
+    assert words == [Word("a", 0.1, 0.2, 0.9)]
+    for bad in (None, b"bytes", ["a"], {"text": 3}, Transcript(text=5)):  # type: ignore[arg-type]
+        with pytest.raises(SystemOutputError):
+            coerce_transcript(bad)
+    with pytest.raises(SystemOutputError, match="non-finite"):
+        coerce_transcript({"text": "a", "words": [{"word": "a", "start": float("nan"), "end": 1}]})
