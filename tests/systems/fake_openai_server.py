@@ -43,7 +43,8 @@ def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, list[str]
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         filename = part.get_filename()
-        payload = part.get_payload(decode=True) or b""
+        raw = part.get_payload(decode=True)
+        payload = raw if isinstance(raw, bytes) else b""
         if filename is not None:
             files[str(name)] = (filename, payload, part.get_content_type())
         else:

@@ -13,6 +13,7 @@ from voxeval.core.errors import InputError, SpecError, SystemOutputError
 from voxeval.core.registry import REGISTRY
 from voxeval.systems.base import Transcript
 from voxeval.systems.mock import MockTranscriber, audio_key, write_table
+from voxeval.systems.python_callable import coerce_transcript
 from voxeval.systems.testing import check_transcriber
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -45,11 +46,15 @@ def test_default_is_silence_and_fixed_returns_text() -> None:
     assert isinstance(out, Transcript) and out.text == "hello world"
 
 
-def test_fail_and_garble() -> None:
-    with pytest.raises(RuntimeError, match="^mock failure$"):
+def test_fail_raises_and_garble_breaks_the_protocol() -> None:
+    with pytest.raises(RuntimeError, match=r"^mock failure$"):
         mock("mock:fail").transcribe(SILENCE)
-    with pytest.raises(SystemOutputError, match="mock:garble"):
-        mock("mock:garble").transcribe(SILENCE)
+    garbled = mock("mock:garble").transcribe(SILENCE)
+    assert not isinstance(garbled, Transcript | str)  # the runner must see a broken answer
+    with pytest.raises(SystemOutputError, match="without a string 'text'"):
+        coerce_transcript(garbled)
+    problems = check_transcriber("mock:garble")
+    assert problems and "not Transcript" in problems[0]
 
 
 def test_fail_every_is_deterministic() -> None:

@@ -44,7 +44,9 @@ def make(server: FakeOpenAIServer, **opts: str) -> OpenAICompatTranscriber:
     return system
 
 
-def test_request_format_auth_and_parsed_words(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_request_format_auth_and_parsed_words(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
     with FakeOpenAIServer(token=SECRET) as server:
         out = make(server, model="tiny-test").transcribe(clip)
@@ -71,7 +73,9 @@ def test_request_format_auth_and_parsed_words(clip: np.ndarray, monkeypatch: pyt
     assert np.max(np.abs(decoded - clip)) < 1e-3  # the real audio went over the wire
 
 
-def test_no_key_means_no_authorization_header(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_key_means_no_authorization_header(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     with FakeOpenAIServer(token=None) as server:
         out = make(server).transcribe(clip)
@@ -100,9 +104,8 @@ def test_wrong_key_error_has_status_and_body_but_never_the_key(
 
 def test_500_is_retried_then_reported(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with FakeOpenAIServer(mode="error500") as server:
-        with pytest.raises(APIStatusError) as err:
-            make(server, retries="2").transcribe(clip)
+    with FakeOpenAIServer(mode="error500") as server, pytest.raises(APIStatusError) as err:
+        make(server, retries="2").transcribe(clip)
     assert len(server.requests) == 3
     assert "500" in str(err.value) and "internal failure" in str(err.value)
 
@@ -117,18 +120,17 @@ def test_429_then_ok_succeeds(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch)
 
 def test_429_beyond_retries_fails(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with FakeOpenAIServer(mode="ratelimit_then_ok", fail_times=5) as server:
-        with pytest.raises(APIStatusError, match="429"):
-            make(server, retries="1").transcribe(clip)
+    server = FakeOpenAIServer(mode="ratelimit_then_ok", fail_times=5)
+    with server, pytest.raises(APIStatusError, match="429"):
+        make(server, retries="1").transcribe(clip)
     assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize("mode", ["invalid_json", "missing_text"])
 def test_unparseable_answers(clip: np.ndarray, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with FakeOpenAIServer(mode=mode) as server:
-        with pytest.raises(SystemOutputError):
-            make(server).transcribe(clip)
+    with FakeOpenAIServer(mode=mode) as server, pytest.raises(SystemOutputError):
+        make(server).transcribe(clip)
 
 
 def test_slow_server_times_out(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +143,9 @@ def test_slow_server_times_out(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
     assert len(server.requests) == 1  # a timeout is not retried
 
 
-def test_plain_text_and_segment_nested_words(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_text_and_segment_nested_words(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     with FakeOpenAIServer(text=" hello there \n") as server:
         out = make(server, response_format="text").transcribe(clip)
@@ -154,9 +158,9 @@ def test_plain_text_and_segment_nested_words(clip: np.ndarray, monkeypatch: pyte
 
 def test_malformed_words_are_unparseable(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with FakeOpenAIServer(words=[{"word": "in", "start": "soon"}]) as server:
-        with pytest.raises(SystemOutputError, match="numeric"):
-            make(server).transcribe(clip)
+    server = FakeOpenAIServer(words=[{"word": "in", "start": "soon"}])
+    with server, pytest.raises(SystemOutputError, match="numeric"):
+        make(server).transcribe(clip)
 
 
 def test_unreachable_server_reports_url(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,7 @@ def build(spec: SystemSpec, capability: str) -> FasterWhisperTranscriber:
         model_name=model_name,
         compute_type=spec.option("compute_type", "int8") or "int8",
         beam_size=_int_option(spec, "beam_size", 1, minimum=1),
-        cpu_threads=_int_option(spec, "threads", os.cpu_count() or 1, minimum=1),
+        cpu_threads=_int_option(spec, "threads", _usable_cpus(), minimum=1),
         word_timestamps=_bool_option(spec, "word_timestamps", True),
         language=language or None,
         no_repeat_ngram_size=_int_option(spec, "no_repeat_ngram_size", 3, minimum=0),
@@ -127,6 +127,14 @@ def _bool_option(spec: SystemSpec, key: str, default: bool) -> bool:
     if low in ("0", "false", "no", "off"):
         return False
     raise SpecError(f"option {key}={raw!r} in {spec.raw!r} is not a boolean (true/false)")
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, which containers narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _version(dist: str) -> str | None:

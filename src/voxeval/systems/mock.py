@@ -7,12 +7,13 @@ Every answer is a function of the audio and the options only, so runs are repeat
 - ``table`` (``mock:table:PATH``, or ``mock:PATH.json``): the JSON file maps :func:`audio_key` (SHA-1 of the float32
   samples) to a text (or a ``{"text", "words"}`` dict); unknown audio gets option ``default``.
   Build such a table with :func:`write_table` to make the mock "echo" references.
-- ``garble``: the underlying answer is not text, so the call raises ``SystemOutputError``.
+- ``garble``: returns a dict without text (not a ``Transcript``), breaking the protocol on
+  purpose; callers' output coercion (``coerce_transcript``) must raise ``SystemOutputError``.
 - ``fail``: raises ``RuntimeError("mock failure")``.
 - ``hang``: sleeps ``seconds`` (default 3600) and then answers ``text``.
 
-``fail_every=N`` makes every Nth call (N, 2N, ... counted per instance) raise
-``RuntimeError`` whatever the mode, for error-accounting tests.
+``fail_every=N`` makes every Nth call (N, 2N, ... counted per instance, warm-up calls
+included) raise ``RuntimeError`` whatever the mode, for error-accounting tests.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -44,6 +45,7 @@ _OPTIONS = {
     "hang": ("seconds", "text"),
 }
 _COMMON = ("fail_every",)
+GARBLED: dict[str, Any] = {"garbage": [0xDEAD, 0xBEEF]}
 
 
 def build(spec: SystemSpec, capability: str) -> MockTranscriber:
@@ -149,7 +151,7 @@ class MockTranscriber:
             self._table = _read_table(self.table_path)
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
-        """Answer according to the mode; raises on ``fail``/``garble``/``fail_every``."""
+        """Answer according to the mode (``fail`` and ``fail_every`` raise RuntimeError)."""
         with self._lock:
             self.calls += 1
             call = self.calls
@@ -163,7 +165,9 @@ class MockTranscriber:
         if self.mode == "fixed":
             return Transcript(self.text)
         if self.mode == "garble":
-            return coerce_transcript({"garbage": [0xDEAD, 0xBEEF]}, where="mock:garble")
+            # Deliberately breaks the protocol: the caller's output coercion must turn this
+            # into an ``unparseable`` record (SystemOutputError), as for a real broken adapter.
+            return cast(Transcript, dict(GARBLED))
         if self.mode == "table":
             key = audio_key(audio)
             table = self._table or {}

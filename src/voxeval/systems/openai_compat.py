@@ -187,9 +187,9 @@ class OpenAICompatTranscriber:
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """POST the audio, retrying 429/5xx and connection errors; parse the answer."""
+        self.load()
         import httpx
 
-        self.load()
         wav = _wav_bytes(audio, self.sample_rate)
         key = self._key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}

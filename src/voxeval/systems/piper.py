@@ -247,10 +247,13 @@ class PiperSynthesizer:
             if self.seed is not None and not (self.noise_scale == 0 and self.noise_w == 0):
                 session = self._new_session(self._call_seed(text, speaker))
                 engine = PiperVoice(session=session, config=self._voice.config)
-            chunks = [np.asarray(c.audio_float_array, dtype=np.float32) for c in engine.synthesize(text, syn)]
+            chunks = [
+                np.asarray(c.audio_float_array, dtype=np.float32)
+                for c in engine.synthesize(text, syn)
+            ]
         if not chunks:
             raise InputError(f"piper produced no audio for {text!r} (nothing pronounceable)")
-        gap = np.zeros(int(round(self.sentence_silence * self.sample_rate)), dtype=np.float32)
+        gap = np.zeros(round(self.sentence_silence * self.sample_rate), dtype=np.float32)
         parts: list[np.ndarray] = []
         for i, chunk in enumerate(chunks):
             if i and gap.size:
@@ -313,4 +316,10 @@ def build(spec: SystemSpec | str, capability: str = "synthesize") -> PiperSynthe
     return PiperSynthesizer(parsed)
 
 
-__all__ = ["DEFAULT_VOICE_NAME", "PiperSynthesizer", "build", "default_voice_paths", "resolve_voice"]
+__all__ = [
+    "DEFAULT_VOICE_NAME",
+    "PiperSynthesizer",
+    "build",
+    "default_voice_paths",
+    "resolve_voice",
+]

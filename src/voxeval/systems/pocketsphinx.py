@@ -7,7 +7,8 @@ another model); unknown keys are refused.
 PocketSphinx hallucinates on pure digital silence (1 s of zeros decodes as "dog"), so a
 deterministic Gaussian dither at ``dither_dbfs`` RMS (default -60 dBFS) from a fixed-seed
 generator is added to every input before the int16 conversion: the same audio always gives
-the same PCM and therefore the same transcript.
+the same PCM. The feature extractor (live cepstral mean normalisation) is reset before
+every clip, so a transcript does not depend on which clips were decoded before it.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def to_pcm16(audio: np.ndarray, dither_dbfs: float = -60.0, seed: int = 0) -> np
     if np.isfinite(dither_dbfs):
         rng = np.random.default_rng(seed)
         x = x + rng.normal(0.0, 10.0 ** (dither_dbfs / 20.0), size=x.shape)
-    return np.clip(np.round(x * 32767.0), -32768, 32767).astype(np.int16)
+    return np.round(np.clip(x, -1.0, 1.0) * 32767.0).astype(np.int16)
 
 
 def clean_token(token: str) -> str | None:
@@ -143,6 +144,9 @@ class PocketSphinxTranscriber:
         pcm = to_pcm16(samples, self.dither_dbfs, self.seed)
         self.load()
         dec = self._decoder
+        # Live CMN carries the cepstral mean over from the previous utterance, which makes
+        # a result depend on what was decoded before it; reset the feature state per call.
+        dec.reinit_feat()
         dec.start_utt()
         dec.process_raw(pcm.tobytes(), no_search=False, full_utt=True)
         dec.end_utt()

@@ -25,7 +25,7 @@ _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
 def speechlike_signal(sample_rate: int = 16_000, seconds: float = 1.5) -> np.ndarray:
     """A deterministic vowel-like test signal: a 110-140 Hz harmonic source shaped by three
-    formant peaks, with 4 Hz syllable-rate amplitude modulation, at about -20 dBFS."""
+    formant peaks, with 4 Hz syllable-rate amplitude modulation; peak 0.3 (about -24 dBFS RMS)."""
     t = np.arange(int(sample_rate * seconds)) / sample_rate
     f0 = 125.0 + 15.0 * np.sin(2 * np.pi * 0.7 * t)
     phase = 2 * np.pi * np.cumsum(f0) / sample_rate

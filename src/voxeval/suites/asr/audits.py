@@ -85,7 +85,7 @@ def _resolve_normalizer(normalizer: str | Normalizer) -> Normalizer:
     if isinstance(normalizer, str):
         from voxeval.suites.asr.normalize import get_normalizer
 
-        return get_normalizer(normalizer)  # type: ignore[no-any-return]
+        return get_normalizer(normalizer)
     return normalizer
 
 
@@ -399,7 +399,9 @@ def build_masked_items(
     Words that occur once in the reference are preferred. Up to ``per_item`` distinct words
     per item are drawn with ``random.Random(f"{seed}:{item_id}")``.
 
-    The span ``[start - pad, end + pad]`` (clipped to the clip) is replaced by Gaussian noise
+    The span ``[start - pad, end + pad]`` (clipped to the clip; extended to the clip's start
+    for the first timestamped word and to its end for the last, whose times engines often
+    clip short) is replaced by Gaussian noise
     at ``dither_dbfs`` RMS (not digital zero), with ``ramp_ms`` raised-cosine cross-fades
     at both edges inside the span. The audio keeps the source's sample rate and is written as
     16-bit PCM, so outside the span the samples equal the source's (bit-exact for 16-bit
@@ -449,6 +451,12 @@ def build_masked_items(
             w_start, w_end = float(wt["start"]), float(wt["end"])
             a = max(0, round((w_start - pad_ms / 1000) * sr))
             b = min(len(source.samples), round((w_end + pad_ms / 1000) * sr))
+            # Engines' first/last word times are often clipped (Whisper ends the last word
+            # early); the clip edge beyond them holds no other word, so mask up to it.
+            if index == 0:
+                a = 0
+            if index == len(times) - 1:
+                b = len(source.samples)
             if b <= a:
                 continue
             samples = source.samples.copy()
@@ -838,6 +846,17 @@ def _ortho_tokens(text: str, table: Mapping[tuple[str, ...], _Tok], numbers: boo
     return out
 
 
+def _follow_row(followed: int, n: int) -> dict[str, Any]:
+    r = _rate(followed, n)
+    return {
+        "n": n,
+        "followed": followed,
+        "rate": r["rate"],
+        "ci_lo": r["ci_lo"],
+        "ci_hi": r["ci_hi"],
+    }
+
+
 def _newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
     """``p1 - p2`` with Newcombe's hybrid score interval built from Wilson intervals."""
     if n1 == 0 or n2 == 0:
@@ -898,8 +917,8 @@ def orthographic_switch(
             c = counts[name]
             n0, n1 = sum(c[0]), sum(c[1])
             arm_rows = {
-                arms[name][0]: _rate(c[0][0], n0),
-                arms[name][1]: _rate(c[1][1], n1),
+                arms[name][0]: _follow_row(c[0][0], n0),
+                arms[name][1]: _follow_row(c[1][1], n1),
             }
             d, lo, hi = _newcombe_diff(c[0][0], n0, c[1][0], n1)
             per_conv[name] = {

@@ -54,7 +54,7 @@ Progress = Callable[[str], None]
 
 def _frame_powers(samples: np.ndarray, sr: int, frame_s: float = FRAME_S) -> np.ndarray:
     x = np.asarray(samples, dtype=np.float64)
-    n = max(1, int(round(frame_s * sr)))
+    n = max(1, round(frame_s * sr))
     if x.size < n:
         return np.array([float(np.mean(x**2))]) if x.size else np.zeros(0)
     usable = x[: (x.size // n) * n].reshape(-1, n)
@@ -125,7 +125,7 @@ def trim_silence(audio: Audio) -> Audio:
     mask = active_mask(audio.samples, audio.sr)
     if not mask.any():
         return audio
-    n = max(1, int(round(FRAME_S * audio.sr)))
+    n = max(1, round(FRAME_S * audio.sr))
     idx = np.flatnonzero(mask)
     start, end = idx[0] * n, min(audio.samples.size, (idx[-1] + 1) * n)
     return Audio(audio.samples[start:end], audio.sr)
@@ -229,7 +229,7 @@ def make_babble(
     if n_talkers < 1:
         raise InputError("make_babble needs n_talkers >= 1")
     rate = sr or talkers[0].sr
-    n = max(1, int(round(duration_s * rate)))
+    n = max(1, round(duration_s * rate))
     order = list(rng.permutation(len(talkers)))
     while len(order) < n_talkers:
         order.append(int(rng.integers(0, len(talkers))))
@@ -372,7 +372,7 @@ def overlap_conversation(
     total_s = max(st + s.size / sr for s, st, _, _, _ in placed) + lead_s
     out = np.zeros(int(np.ceil(total_s * sr)), dtype=np.float64)
     for s, st, _, _, _ in placed:
-        i0 = int(round(st * sr))
+        i0 = round(st * sr)
         out[i0 : i0 + s.size] += s
     out, _ = _peak_guard(out)
     placed.sort(key=lambda p: (p[1], p[4] != "turn"))
@@ -400,7 +400,9 @@ def item_rng(seed: int, key: str) -> np.random.Generator:
 
 def _load_item_audio(item: Item) -> Audio:
     if not item.audio_filepath:
-        raise InputError(f"item {item.id!r} has no audio_filepath (multi-clip items are not supported)")
+        raise InputError(
+            f"item {item.id!r} has no audio_filepath (multi-clip items are not supported)"
+        )
     return load_audio(item.audio_filepath, TARGET_SR)
 
 
@@ -461,7 +463,8 @@ def build_conditions(
 
     * ``background`` for each bed type present (``noise`` beds given as paths or
       ``(name, Audio)``; ``babble`` from ``babble_from`` items/paths, default the input items
-      themselves, never using a clip with the same id or text as the target; ``music``
+      themselves, never a clip with the target's id or text, and only clips of other
+      speakers when there are ``babble_talkers`` of them; ``music``
       rendered by :mod:`voxeval.suites.asr.music` when ``True`` or given as beds) at each SNR
       in ``snrs``. Beds of one type rotate over items; one item uses the same bed at all SNRs.
       Labels: ``condition=background``, ``background``, ``bed``, ``snr_db``.
@@ -475,8 +478,6 @@ def build_conditions(
     Randomness comes from :func:`item_rng` keyed by ``seed`` and the new item's id, so the
     same inputs and seed give byte-identical WAVs.
     """
-    from voxeval.suites.asr.music import render_music_info
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say: Progress = progress or (lambda _msg: None)
@@ -487,6 +488,8 @@ def build_conditions(
     if noise:
         beds["noise"] = [(*_bed_name(src, i), {}) for i, src in enumerate(noise)]
     if music is True:
+        from voxeval.suites.asr.music import render_music_info
+
         longest = max((a.duration for _, a in sources), default=5.0)
         length = min(60.0, longest + 1.0)
         rendered = []
@@ -498,15 +501,15 @@ def build_conditions(
     elif music:
         beds["music"] = [(*_bed_name(src, i), {}) for i, src in enumerate(music)]
 
-    pool: list[tuple[str, str | None, Audio]] = []  # (key, text, audio)
+    pool: list[tuple[str, str | None, str | None, Audio]] = []  # (key, text, speaker, audio)
     if babble_from is None:
-        pool = [(it.id, it.text, a) for it, a in sources]
+        pool = [(it.id, it.text, it.speaker, a) for it, a in sources]
     else:
         for entry in babble_from:
             if isinstance(entry, Item):
-                pool.append((entry.id, entry.text, _load_item_audio(entry)))
+                pool.append((entry.id, entry.text, entry.speaker, _load_item_audio(entry)))
             else:
-                pool.append((str(entry), None, load_audio(entry, TARGET_SR)))
+                pool.append((str(entry), None, None, load_audio(entry, TARGET_SR)))
 
     bed_types = [t for t in ("noise", "babble", "music") if t in beds or (t == "babble" and pool)]
     for n_item, (src, speech) in enumerate(sources):
@@ -514,13 +517,15 @@ def build_conditions(
         for btype in bed_types:
             bed_meta: dict[str, Any] = {}
             if btype == "babble":
-                others = [p for p in pool if p[0] != src.id and (src.text is None or p[1] != src.text)]
+                others = _babble_candidates(pool, src, babble_talkers)
                 if not others:
                     continue
                 rng_b = item_rng(seed, f"{src.id}/babble")
                 talkers = [others[int(i)] for i in rng_b.permutation(len(others))[:babble_talkers]]
                 bed_name = f"babble{len(talkers)}"
-                bed = make_babble([t[2] for t in talkers], len(talkers), speech.duration + 0.5, rng_b)
+                bed = make_babble(
+                    [t[3] for t in talkers], len(talkers), speech.duration + 0.5, rng_b
+                )
                 bed_meta = {"talkers": [t[0] for t in talkers], "n_talkers": len(talkers)}
             else:
                 choices = beds[btype]
@@ -541,7 +546,12 @@ def build_conditions(
                     "snr_definition": SNR_DEFINITION,
                     **info,
                 }
-                labels = {"condition": "background", "background": btype, "bed": bed_name, "snr_db": float(snr)}
+                labels = {
+                    "condition": "background",
+                    "background": btype,
+                    "bed": bed_name,
+                    "snr_db": float(snr),
+                }
                 results.append(_new_item(src, new_id, path, mixed, labels, recipe))
         if telephone:
             new_id = f"{src.id}__telephone-{telephone_codec}"
@@ -564,6 +574,18 @@ def build_conditions(
     return results
 
 
+def _babble_candidates(
+    pool: list[tuple[str, str | None, str | None, Audio]], src: Item, wanted: int
+) -> list[tuple[str, str | None, str | None, Audio]]:
+    """Babble clips for ``src``: never its own clip or text; other speakers when enough."""
+    others = [p for p in pool if p[0] != src.id and (src.text is None or p[1] != src.text)]
+    if src.speaker is not None:
+        strangers = [p for p in others if p[2] != src.speaker]
+        if len(strangers) >= wanted:
+            return strangers
+    return others
+
+
 telephone_channel = telephone  # alias: build_conditions' ``telephone`` flag shadows the name
 
 
@@ -580,10 +602,13 @@ def _build_conversations(
     for it, a in sources:
         if it.text:
             by_speaker.setdefault(it.speaker or it.id, []).append((it, a))
-    speakers = sorted(by_speaker)
+    speakers = list(by_speaker)  # first-appearance order (deterministic)
     if len(speakers) < 2:
         raise InputError("conversations need source items of at least two speakers")
-    bc_pool = [(load_audio(b.audio_filepath or "", TARGET_SR), b.text or "", b.speaker or b.id) for b in backchannels]
+    bc_pool = [
+        (load_audio(b.audio_filepath or "", TARGET_SR), b.text or "", b.speaker or b.id)
+        for b in backchannels
+    ]
     results = []
     for k in range(count):
         conv_id = f"conv-{k:02d}"

@@ -229,7 +229,15 @@ def compose(duration_s: float, seed: int = 0, style: str = "piano") -> Piece:
             add(t0 + 2.5, 0.5, 36, 70, "drums")
             add(t0 + 1.0, 0.5, 38, 90, "drums")
             add(t0 + 3.0, 0.5, 38, 92, "drums")
-    return Piece(sorted(notes, key=lambda n: (n.start, n.channel, n.pitch)), tempo, bars * 4.0, key, prog, style, seed)
+    return Piece(
+        sorted(notes, key=lambda n: (n.start, n.channel, n.pitch)),
+        tempo,
+        bars * 4.0,
+        key,
+        prog,
+        style,
+        seed,
+    )
 
 
 # -- MIDI writer ----------------------------------------------------------------------------
@@ -252,7 +260,7 @@ def midi_bytes(piece: Piece, tail_s: float = 1.5) -> bytes:
     and reverb tails are rendered.
     """
     events: list[tuple[int, int, bytes]] = []  # (tick, order, data); offs before ons
-    tempo_us = int(round(60_000_000 / piece.tempo_bpm))
+    tempo_us = round(60_000_000 / piece.tempo_bpm)
     events.append((0, 0, b"\xff\x51\x03" + tempo_us.to_bytes(3, "big")))
     events.append((0, 0, b"\xff\x58\x04\x04\x02\x18\x08"))
     channels = sorted({(n.channel, n.program) for n in piece.notes})
@@ -266,12 +274,12 @@ def midi_bytes(piece: Piece, tail_s: float = 1.5) -> bytes:
         events.append((0, 1, bytes([0xB0 | ch, 91, 40])))  # reverb send
     last = 0
     for n in piece.notes:
-        on = int(round(n.start * TICKS))
-        off = max(on + 1, int(round((n.start + n.dur) * TICKS)))
+        on = round(n.start * TICKS)
+        off = max(on + 1, round((n.start + n.dur) * TICKS))
         events.append((on, 3, bytes([0x90 | n.channel, n.pitch & 0x7F, n.velocity & 0x7F])))
         events.append((off, 2, bytes([0x80 | n.channel, n.pitch & 0x7F, 0])))
         last = max(last, off)
-    tail = last + int(round(tail_s * piece.tempo_bpm / 60.0 * TICKS))
+    tail = last + round(tail_s * piece.tempo_bpm / 60.0 * TICKS)
     events.append((tail, 4, bytes([0xB0, 121, 0])))  # reset controllers: a harmless end marker
     events.sort(key=lambda e: (e[0], e[1]))
     track = bytearray()
@@ -315,7 +323,9 @@ def music_renderer(soundfont: str | Path | None = None) -> dict[str, Any]:
 
 
 def _fluidsynth_version(binary: str) -> str:
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    out = subprocess.run(
+        [binary, "--version"], capture_output=True, text=True, timeout=30, check=False
+    )
     first = (out.stdout or "").strip().splitlines()
     return first[0] if first else "unknown"
 
@@ -356,7 +366,9 @@ def _env(n: int, sr: int, attack: float, release: float, decay: float | None = N
     return env
 
 
-def _karplus_strong(freq: float, n: int, sr: int, rng: np.random.Generator, damping: float, bright: float) -> np.ndarray:
+def _karplus_strong(
+    freq: float, n: int, sr: int, rng: np.random.Generator, damping: float, bright: float
+) -> np.ndarray:
     """Plucked string: noise burst in a delay loop with averaging and an all-pass tuner."""
     from scipy.signal import lfilter
 
@@ -379,7 +391,9 @@ def _karplus_strong(freq: float, n: int, sr: int, rng: np.random.Generator, damp
     return y
 
 
-def _additive(freq: float, n: int, sr: int, partials: list[tuple[float, float, float]], vibrato: float = 0.0) -> np.ndarray:
+def _additive(
+    freq: float, n: int, sr: int, partials: list[tuple[float, float, float]], vibrato: float = 0.0
+) -> np.ndarray:
     """Sum of partials ``(ratio, amplitude, decay_s or 0 for sustained)``."""
     t = np.arange(n) / sr
     phase_mod = vibrato * np.sin(2 * np.pi * 5.2 * t) / 5.2 if vibrato else 0.0
@@ -395,24 +409,48 @@ def _additive(freq: float, n: int, sr: int, partials: list[tuple[float, float, f
     return out
 
 
-def _voice_note(program: int, pitch: int, dur_s: float, vel: int, sr: int, rng: np.random.Generator) -> np.ndarray:
+def _voice_note(
+    program: int, pitch: int, dur_s: float, vel: int, sr: int, rng: np.random.Generator
+) -> np.ndarray:
     freq = 440.0 * 2 ** ((pitch - 69) / 12)
     amp = (vel / 127.0) ** 1.5
     if 24 <= program <= 39:  # guitars and basses: plucked strings
         tail = 0.6 if program >= 32 else 0.9
         n = int((dur_s + tail) * sr)
-        y = _karplus_strong(freq, n, sr, rng, damping=0.996 if program < 32 else 0.994, bright=0.55 if program < 32 else 0.75)
+        y = _karplus_strong(
+            freq,
+            n,
+            sr,
+            rng,
+            damping=0.996 if program < 32 else 0.994,
+            bright=0.55 if program < 32 else 0.75,
+        )
         y *= _env(n, sr, 0.002, min(0.08, tail))
         if program >= 32:
             y = y + 0.5 * _additive(freq, n, sr, [(1, 0.6, 0.8)])
     elif program <= 7:  # pianos: inharmonic partials with faster decay up the series
         n = int((dur_s + 0.8) * sr)
         b = 0.0004
-        partials = [(k * np.sqrt(1 + b * k * k), 1.0 / k**1.3, 1.6 / (1 + 0.5 * k)) for k in range(1, 9)]
+        partials = [
+            (k * np.sqrt(1 + b * k * k), 1.0 / k**1.3, 1.6 / (1 + 0.5 * k)) for k in range(1, 9)
+        ]
         y = _additive(freq, n, sr, partials) * _env(n, sr, 0.004, 0.25)
     elif 16 <= program <= 23:  # organs: drawbar harmonics, sustained
         n = int((dur_s + 0.1) * sr)
-        y = _additive(freq, n, sr, [(0.5, 0.5, 0), (1, 1.0, 0), (2, 0.6, 0), (3, 0.3, 0), (4, 0.25, 0), (6, 0.1, 0), (8, 0.08, 0)])
+        y = _additive(
+            freq,
+            n,
+            sr,
+            [
+                (0.5, 0.5, 0),
+                (1, 1.0, 0),
+                (2, 0.6, 0),
+                (3, 0.3, 0),
+                (4, 0.25, 0),
+                (6, 0.1, 0),
+                (8, 0.08, 0),
+            ],
+        )
         y *= _env(n, sr, 0.01, 0.08)
     elif 40 <= program <= 51:  # strings: saw-like partials, slow attack, vibrato
         n = int((dur_s + 0.3) * sr)
@@ -421,7 +459,13 @@ def _voice_note(program: int, pitch: int, dur_s: float, vel: int, sr: int, rng: 
     else:  # winds and brass: few partials, vibrato, breath
         n = int((dur_s + 0.1) * sr)
         bright = 1.0 if 56 <= program <= 71 else 0.35
-        y = _additive(freq, n, sr, [(1, 1.0, 0), (2, 0.5 * bright, 0), (3, 0.3 * bright, 0), (4, 0.15 * bright, 0)], vibrato=0.8)
+        y = _additive(
+            freq,
+            n,
+            sr,
+            [(1, 1.0, 0), (2, 0.5 * bright, 0), (3, 0.3 * bright, 0), (4, 0.15 * bright, 0)],
+            vibrato=0.8,
+        )
         y += 0.02 * rng.standard_normal(n)
         y *= _env(n, sr, 0.04, 0.08)
     peak = float(np.max(np.abs(y))) or 1.0
@@ -466,7 +510,7 @@ def _render_builtin(piece: Piece, sr: int) -> np.ndarray:
             y = _drum(note.pitch, note.velocity, sr, rng)
         else:
             y = _voice_note(note.program, note.pitch, note.dur * spb, note.velocity, sr, rng)
-        i0 = int(round(note.start * spb * sr))
+        i0 = round(note.start * spb * sr)
         seg = y[: max(0, total - i0)]
         out[i0 : i0 + seg.size] += mix.get(note.channel, 0.6) * seg
     # small room: exponentially decaying noise impulse response, 25 % wet
@@ -504,7 +548,7 @@ def render_music_info(
         samples = _render_fluidsynth(piece, sr, info["fluidsynth"], Path(info["soundfont"]))
     else:
         samples = _render_builtin(piece, sr)
-    n = int(round(duration_s * sr))
+    n = round(duration_s * sr)
     x = np.zeros(n)
     x[: min(n, samples.size)] = samples[:n]
     fade = min(n // 4, int(0.05 * sr))

@@ -28,14 +28,41 @@ from typing import Final
 Value = int | str
 
 _ONES_NAMES: Final = (
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen"
-).split()
-_TENS_NAMES: Final = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+_TENS_NAMES: Final = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _MULTIPLIER_NAMES: Final = (
-    "hundred thousand million billion trillion quadrillion quintillion sextillion "
-    "septillion octillion nonillion decillion"
-).split()
+    "hundred",
+    "thousand",
+    "million",
+    "billion",
+    "trillion",
+    "quadrillion",
+    "quintillion",
+    "sextillion",
+    "septillion",
+    "octillion",
+    "nonillion",
+    "decillion",
+)
 
 ZEROS: Final = frozenset({"o", "oh", "zero"})
 ONES: Final = {name: i for i, name in enumerate(_ONES_NAMES, start=1)}
@@ -119,6 +146,11 @@ def _fraction(text: Value) -> Fraction | None:
         return None
 
 
+def _is_numeral(word: str | None) -> bool:
+    """Digits, optionally with one decimal part (``12``, ``3.5``); Unicode digits count."""
+    return word is not None and _NUMERIC.fullmatch(word) is not None
+
+
 def _text(value: Value | None) -> str:
     """``str(value or "")``: None, ``0`` and ``""`` all read as empty."""
     return str(value) if value else ""
@@ -155,33 +187,43 @@ class _Converter:
         if self.value is not None:
             self.emit(self.value)
 
-    def run(self, words: list[str]) -> list[str]:  # noqa: C901 - one branch per word class
+    def run(self, words: list[str]) -> list[str]:
+        """Convert ``words``; one branch per class of word (Whisper's classes and rules).
+
+        Number words and numerals are disjoint classes, so testing for a number word first
+        (a set lookup) and for a numeral only otherwise gives Whisper's results.
+        """
         last = len(words) - 1
         skip_next = False
+        out = self.out
         for i, word in enumerate(words):
             if skip_next:
                 skip_next = False
                 continue
-            prev = words[i - 1] if i > 0 else None
-            nxt = words[i + 1] if i < last else None
-            next_numeric = nxt is not None and _NUMERIC.fullmatch(nxt) is not None
             value = self.value
 
-            signed = word[0] in PREFIX_CHARS
-            bare = word[1:] if signed else word
-            if _NUMERIC.fullmatch(bare):
-                if value is not None:
-                    if isinstance(value, str) and value.endswith("."):
-                        self.value = value + word  # decimal / dotted parts, prefix and all
-                        continue
-                    self.emit(value)
-                if signed:
-                    self.prefix = word[0]
-                self.value = _numeric_value(bare)
-            elif word not in NUMBER_WORDS:
-                self.flush()
-                self.emit(word)
-            elif word in ZEROS:
+            if word not in NUMBER_WORDS:
+                signed = word[0] in PREFIX_CHARS
+                bare = word[1:] if signed else word
+                if bare[:1].isdecimal() and _NUMERIC.fullmatch(bare):
+                    if value is not None:
+                        if isinstance(value, str) and value.endswith("."):
+                            self.value = value + word  # decimal / dotted parts, prefix and all
+                            continue
+                        self.emit(value)
+                    if signed:
+                        self.prefix = word[0]
+                    self.value = _numeric_value(bare)
+                elif value is None and self.prefix is None:
+                    out.append(word)  # the common case: an ordinary word
+                else:
+                    self.flush()
+                    self.emit(word)
+                continue
+
+            prev = words[i - 1] if i > 0 else None
+            nxt = words[i + 1] if i < last else None
+            if word in ZEROS:
                 self.value = _text(value) + "0"
             elif word in ONES:
                 self._ones(ONES[word], prev, value)
@@ -210,7 +252,7 @@ class _Converter:
                 self._multiply_suffixed(*MULTIPLIERS_SUFFIXED[word], value)
             elif word in SIGN_WORDS:
                 self.flush()
-                if nxt in NUMBER_WORDS or next_numeric:
+                if nxt in NUMBER_WORDS or _is_numeral(nxt):
                     self.prefix = SIGN_WORDS[word]
                 else:
                     self.emit(word)
@@ -223,9 +265,9 @@ class _Converter:
             elif word in PERCENT_WORDS:
                 skip_next = self._percent(word, nxt, value)
             else:
-                skip_next = self._special(word, prev, nxt, next_numeric, value)
+                skip_next = self._special(word, prev, nxt, value)
         self.flush()
-        return self.out
+        return out
 
     def _ones(self, digit: int, prev: str | None, value: Value | None) -> None:
         if value is None:
@@ -297,10 +339,9 @@ class _Converter:
         self.emit(word)
         return False
 
-    def _special(
-        self, word: str, prev: str | None, nxt: str | None, next_numeric: bool, value: Value | None
-    ) -> bool:
+    def _special(self, word: str, prev: str | None, nxt: str | None, value: Value | None) -> bool:
         """and / double / triple / point. Returns True when the next word was consumed."""
+        next_numeric = _is_numeral(nxt)
         if nxt not in NUMBER_WORDS and not next_numeric:
             self.flush()
             self.emit(word)
@@ -321,7 +362,7 @@ class _Converter:
 
 
 def _split_and_a_half(text: str) -> str:
-    """"<number> and a half" -> "<number> point five"; other halves stay (see module doc)."""
+    """Turn "<number> and a half" into "<number> point five"; other halves stay."""
     pieces = _AND_A_HALF.split(text)
     kept: list[str] = []
     for i, piece in enumerate(pieces):
@@ -367,4 +408,3 @@ def convert_numbers(text: str) -> str:
     if "1" in text:
         text = _LONE_ONE.sub(r"one\1", text)
     return text
-
