@@ -29,8 +29,14 @@ def manifest(path: Path) -> list[dict[str, object]]:
         with open(DATA / folder / "manifest.csv", encoding="utf-8") as fh:
             for r in csv.DictReader(fh):
                 if r["transcript_or_label"] and r["path"].endswith(".wav"):
-                    rows.append({"id": f"{folder}/{r['path']}", "audio_filepath": str(DATA / folder / r["path"]),
-                                 "text": r["transcript_or_label"], "speaker": r["speaker"]})
+                    rows.append(
+                        {
+                            "id": f"{folder}/{r['path']}",
+                            "audio_filepath": str(DATA / folder / r["path"]),
+                            "text": r["transcript_or_label"],
+                            "speaker": r["speaker"],
+                        }
+                    )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
@@ -66,7 +72,9 @@ def main() -> int:
     print(f"files: {len(rows)}, audio: {total_audio:.1f} s")
     print(f"engine alone (transcribe loop):   {base:.2f} s  (RTFx {total_audio / base:.1f})")
     print(f"voxeval asr run (runner loop):    {ours:.2f} s")
-    print(f"ratio voxeval/engine: {ratio:.3f}  (target <= 1.10) {'OK' if ratio <= 1.10 else 'MISSED'}")
+    print(
+        f"ratio voxeval/engine: {ratio:.3f}  (target <= 1.10) {'OK' if ratio <= 1.10 else 'MISSED'}"
+    )
     return 0 if ratio <= 1.10 else 1
 
 

@@ -35,7 +35,9 @@ def accent_of(notes: str) -> str:
     return "unknown"
 
 
-def make_manifest(path: Path, folders: tuple[str, ...] = ("read_speech",), limit: int | None = None) -> Path:
+def make_manifest(
+    path: Path, folders: tuple[str, ...] = ("read_speech",), limit: int | None = None
+) -> Path:
     """Write a voxeval manifest (absolute audio paths) from shared folders with transcripts."""
     lines = []
     for folder in folders:

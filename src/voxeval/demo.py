@@ -46,14 +46,22 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
         suite = REGISTRY.suite(name)
         sub = RunStore.open(store.path / run["run_dir"])
         assert suite.report is not None
-        sections.append({"suite": name, "run_dir": run["run_dir"], "seconds": run.get("seconds"),
-                         "report": suite.report(sub)})
+        sections.append(
+            {
+                "suite": name,
+                "run_dir": run["run_dir"],
+                "seconds": run.get("seconds"),
+                "report": suite.report(sub),
+            }
+        )
     return {
         "suite": "demo",
         "metrics_version": "demo/1",
         "run_id": store.run_id,
         "generated_at": utc_now(),
-        "systems": sorted({s["system"] for sec in sections for s in sec["report"].get("systems", [])}),
+        "systems": sorted(
+            {s["system"] for sec in sections for s in sec["report"].get("systems", [])}
+        ),
         "sections": sections,
     }
 
@@ -63,7 +71,9 @@ def _render_markdown(report: dict[str, Any]) -> str:
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])
         render = suite.extras.get("render_markdown")
-        parts.append(f"\n---\n\n_Section `{sec['suite']}` (run `{sec['run_dir']}`, {sec.get('seconds')} s)_\n")
+        parts.append(
+            f"\n---\n\n_Section `{sec['suite']}` (run `{sec['run_dir']}`, {sec.get('seconds')} s)_\n"
+        )
         if render:
             parts.append(render(sec["report"]))
     return "\n".join(parts)
@@ -77,8 +87,10 @@ def _render_html(report: dict[str, Any], store: RunStore) -> str:
         suite = REGISTRY.suite(sec["suite"])
         render = suite.extras.get("render_html_body")
         title = suite.extras.get("title", sec["suite"])
-        body.append(f"<section><h1 style='margin-top:2.5rem'>{esc(title)}</h1>"
-                    f"<p class='muted'>run folder <code>{esc(sec['run_dir'])}</code>, {esc(sec.get('seconds'))} s</p>")
+        body.append(
+            f"<section><h1 style='margin-top:2.5rem'>{esc(title)}</h1>"
+            f"<p class='muted'>run folder <code>{esc(sec['run_dir'])}</code>, {esc(sec.get('seconds'))} s</p>"
+        )
         if render:
             body.append(render(sec["report"], RunStore.open(store.path / sec["run_dir"])))
         body.append("</section>")

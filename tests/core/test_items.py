@@ -15,12 +15,15 @@ def write(p: Path, lines: list[bytes]) -> Path:
 
 
 def test_duplicate_ids_refused_with_line_numbers(tmp_path: Path) -> None:
-    m = write(tmp_path / "m.jsonl", [
-        json.dumps({"id": "a", "audio_filepath": "a.wav", "text": "x"}).encode(),
-        json.dumps({"id": "b", "audio_filepath": "b.wav", "text": "y"}).encode(),
-        b"",
-        json.dumps({"id": "a", "audio_filepath": "c.wav", "text": "z"}).encode(),
-    ])
+    m = write(
+        tmp_path / "m.jsonl",
+        [
+            json.dumps({"id": "a", "audio_filepath": "a.wav", "text": "x"}).encode(),
+            json.dumps({"id": "b", "audio_filepath": "b.wav", "text": "y"}).encode(),
+            b"",
+            json.dumps({"id": "a", "audio_filepath": "c.wav", "text": "z"}).encode(),
+        ],
+    )
     with pytest.raises(ManifestError) as exc:
         load_manifest(m)
     assert exc.value.problems == [(4, "duplicate id 'a' (first on line 1)")]
@@ -28,7 +31,10 @@ def test_duplicate_ids_refused_with_line_numbers(tmp_path: Path) -> None:
 
 
 def test_all_problems_collected(tmp_path: Path) -> None:
-    m = write(tmp_path / "m.jsonl", [b"{not json", b'{"id": "x", "labels": 3}', b'{"id": "y", "duration": "long"}', b"[1]"])
+    m = write(
+        tmp_path / "m.jsonl",
+        [b"{not json", b'{"id": "x", "labels": 3}', b'{"id": "y", "duration": "long"}', b"[1]"],
+    )
     with pytest.raises(ManifestError) as exc:
         load_manifest(m)
     lines = [ln for ln, _ in exc.value.problems]
@@ -36,8 +42,13 @@ def test_all_problems_collected(tmp_path: Path) -> None:
 
 
 def test_non_utf8_line_becomes_item_problem(tmp_path: Path) -> None:
-    m = write(tmp_path / "m.jsonl", [b'{"id": "bad", "audio_filepath": "a.wav", "text": "caf\xe9"}',
-                                    b'{"id": "good", "audio_filepath": "a.wav", "text": "ok"}'])
+    m = write(
+        tmp_path / "m.jsonl",
+        [
+            b'{"id": "bad", "audio_filepath": "a.wav", "text": "caf\xe9"}',
+            b'{"id": "good", "audio_filepath": "a.wav", "text": "ok"}',
+        ],
+    )
     items = load_manifest(m)
     assert [i.id for i in items] == ["bad", "good"]
     assert items[0].problem and "not valid UTF-8" in items[0].problem
@@ -47,7 +58,19 @@ def test_non_utf8_line_becomes_item_problem(tmp_path: Path) -> None:
 def test_oal_manifest_fields_relative_paths_and_bom(tmp_path: Path) -> None:
     (tmp_path / "audio").mkdir()
     m = tmp_path / "m.jsonl"
-    m.write_bytes(b"\xef\xbb\xbf" + json.dumps({"audio_filepath": "audio/u1.wav", "duration": 1.5, "text": "hi", "condition": "clean", "extra": 1}).encode() + b"\n")
+    m.write_bytes(
+        b"\xef\xbb\xbf"
+        + json.dumps(
+            {
+                "audio_filepath": "audio/u1.wav",
+                "duration": 1.5,
+                "text": "hi",
+                "condition": "clean",
+                "extra": 1,
+            }
+        ).encode()
+        + b"\n"
+    )
     (item,) = load_manifest(m)
     assert item.id == "u1"
     assert item.audio_filepath == str(tmp_path / "audio/u1.wav")
@@ -56,7 +79,15 @@ def test_oal_manifest_fields_relative_paths_and_bom(tmp_path: Path) -> None:
 
 
 def test_roundtrip(tmp_path: Path) -> None:
-    items = [Item(id="a", audio_filepath="/x/a.wav", text="t", speaker="s", labels={"condition": "accent", "accent": "Indian"})]
+    items = [
+        Item(
+            id="a",
+            audio_filepath="/x/a.wav",
+            text="t",
+            speaker="s",
+            labels={"condition": "accent", "accent": "Indian"},
+        )
+    ]
     write_manifest(items, tmp_path / "o.jsonl")
     assert load_manifest(tmp_path / "o.jsonl") == items
 

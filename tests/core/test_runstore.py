@@ -12,7 +12,9 @@ from voxeval.core.runstore import RunStore
 
 
 def test_create_layout_and_records(tmp_path: Path) -> None:
-    store = RunStore.create(tmp_path, "asr", {"x": 1}, [Item(id="a", text="t", audio_filepath="/a.wav")])
+    store = RunStore.create(
+        tmp_path, "asr", {"x": 1}, [Item(id="a", text="t", audio_filepath="/a.wav")]
+    )
     assert store.path.parent == tmp_path and store.run_id.startswith("asr-")
     info = json.loads((store.path / "run.json").read_text())
     assert info["config"] == {"x": 1} and info["fingerprint"] and info["packages"]["numpy"]
@@ -21,7 +23,10 @@ def test_create_layout_and_records(tmp_path: Path) -> None:
     store.append(Record(id="a", system="s2", status="error", error={"kind": "k", "message": "m"}))
     store.close()
     recs = store.load_records()
-    assert [(r.id, r.system, r.status) for r in recs.records] == [("a", "s", "ok"), ("a", "s2", "error")]
+    assert [(r.id, r.system, r.status) for r in recs.records] == [
+        ("a", "s", "ok"),
+        ("a", "s2", "error"),
+    ]
     assert recs.malformed == []
 
 

@@ -9,7 +9,11 @@ from voxeval.core.specs import parse_spec
 
 def test_parse_spec_forms() -> None:
     s = parse_spec("openai-compat:http://127.0.0.1:8000/v1?model=whisper-1&key_env=MY_KEY")
-    assert (s.backend, s.target, s.options) == ("openai-compat", "http://127.0.0.1:8000/v1", {"model": "whisper-1", "key_env": "MY_KEY"})
+    assert (s.backend, s.target, s.options) == (
+        "openai-compat",
+        "http://127.0.0.1:8000/v1",
+        {"model": "whisper-1", "key_env": "MY_KEY"},
+    )
     assert parse_spec("faster-whisper").target is None
     assert parse_spec("python:pkg.mod:factory").target == "pkg.mod:factory"
     assert parse_spec("ws://127.0.0.1:9/x").backend == "realtime"
@@ -30,7 +34,15 @@ def test_lookup_miss_lists_known_and_nearest() -> None:
 
 def test_unavailable_backend_names_install_hint() -> None:
     reg = Registry()
-    reg.register_backend(BackendInfo("ghost", ("transcribe",), "nowhere:build", requires=("no_such_module_xyz",), extra="ghost"))
+    reg.register_backend(
+        BackendInfo(
+            "ghost",
+            ("transcribe",),
+            "nowhere:build",
+            requires=("no_such_module_xyz",),
+            extra="ghost",
+        )
+    )
     assert reg.backend("transcribe", "ghost").missing() == ["no_such_module_xyz"]
     with pytest.raises(BackendUnavailable, match=r"voxeval\[ghost\]"):
         reg.build("transcribe", "ghost")

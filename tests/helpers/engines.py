@@ -7,7 +7,18 @@ import time
 
 import numpy as np
 
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet".split()
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+]
 
 
 class SlowHashEngine:

@@ -10,7 +10,9 @@ import click
 
 from voxeval.cli.common import print_result_path, progress_bar
 
-NORMALIZER_HELP = "Text normalizer: oal-en (Open ASR Leaderboard English, default), whisper-en or raw."
+NORMALIZER_HELP = (
+    "Text normalizer: oal-en (Open ASR Leaderboard English, default), whisper-en or raw."
+)
 
 
 @click.group()
@@ -19,21 +21,70 @@ def asr() -> None:
 
 
 @asr.command("run")
-@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL manifest (audio_filepath, text, id, speaker, labels).")
-@click.option("--system", "-s", "systems", multiple=True, required=True,
-              help="System spec, e.g. faster-whisper, pocketsphinx, openai-compat:URL?model=M. Repeatable.")
-@click.option("--out", "-o", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Parent folder; the run goes into OUT/<run_id>/.")
-@click.option("--resume", is_flag=True, help="Continue the newest run under OUT with the same manifest, systems and normalizer.")
-@click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 64), help="Parallel workers per system.")
-@click.option("--executor", type=click.Choice(["thread", "process", "serial"]), default="thread", show_default=True)
-@click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds before a call counts as hung (0: no limit).")
+@click.option(
+    "--manifest",
+    "-m",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL manifest (audio_filepath, text, id, speaker, labels).",
+)
+@click.option(
+    "--system",
+    "-s",
+    "systems",
+    multiple=True,
+    required=True,
+    help="System spec, e.g. faster-whisper, pocketsphinx, openai-compat:URL?model=M. Repeatable.",
+)
+@click.option(
+    "--out",
+    "-o",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Parent folder; the run goes into OUT/<run_id>/.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the newest run under OUT with the same manifest, systems and normalizer.",
+)
+@click.option(
+    "--workers",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Parallel workers per system.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["thread", "process", "serial"]),
+    default="thread",
+    show_default=True,
+)
+@click.option(
+    "--timeout",
+    default=600.0,
+    show_default=True,
+    type=float,
+    help="Seconds before a call counts as hung (0: no limit).",
+)
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 100))
 @click.option("--normalizer", default="oal-en", show_default=True, help=NORMALIZER_HELP)
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def run_cmd(manifest: Path, systems: tuple[str, ...], out: Path, resume: bool, workers: int,
-            executor: str, timeout: float, repeats: int, normalizer: str, no_progress: bool) -> None:
+def run_cmd(
+    manifest: Path,
+    systems: tuple[str, ...],
+    out: Path,
+    resume: bool,
+    workers: int,
+    executor: str,
+    timeout: float,
+    repeats: int,
+    normalizer: str,
+    no_progress: bool,
+) -> None:
     """Transcribe a manifest with one or more systems and write the report."""
     from voxeval.core.registry import REGISTRY
     from voxeval.core.specs import parse_spec
@@ -53,19 +104,45 @@ def run_cmd(manifest: Path, systems: tuple[str, ...], out: Path, resume: bool, w
             bad = sum(v for k, v in counts.items() if k != "ok")
             progress.update(tasks[rec.system], advance=1, status=f"failed {bad}" if bad else "")
 
-        store = run_asr(manifest, systems, out, normalizer=normalizer, repeats=repeats,
-                        workers=workers, executor=executor, timeout=timeout or None,
-                        resume=resume, on_start=on_start, on_record=on_record)
+        store = run_asr(
+            manifest,
+            systems,
+            out,
+            normalizer=normalizer,
+            repeats=repeats,
+            workers=workers,
+            executor=executor,
+            timeout=timeout or None,
+            resume=resume,
+            on_start=on_start,
+            on_record=on_record,
+        )
     _summary(store.path)
     print_result_path(store.path)
 
 
 @asr.command("score")
-@click.argument("predictions", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "-o", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.argument(
+    "predictions", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--out",
+    "-o",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+)
 @click.option("--normalizer", default="oal-en", show_default=True, help=NORMALIZER_HELP)
-@click.option("--workers", "-w", default=None, type=click.IntRange(1, 64), help="Processes for normalization (default: all cores for large files).")
-def score_cmd(predictions: tuple[Path, ...], out: Path, normalizer: str, workers: int | None) -> None:
+@click.option(
+    "--workers",
+    "-w",
+    default=None,
+    type=click.IntRange(1, 64),
+    help="Processes for normalization (default: all cores for large files).",
+)
+def score_cmd(
+    predictions: tuple[Path, ...], out: Path, normalizer: str, workers: int | None
+) -> None:
     """Score prediction files (text + pred_text per line) made elsewhere; no model runs.
 
     Each file is one system (its stem) unless lines carry a `system` field.
@@ -78,23 +155,63 @@ def score_cmd(predictions: tuple[Path, ...], out: Path, normalizer: str, workers
 
 
 @asr.command("build-conditions")
-@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Clean manifest.")
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for WAVs and conditions.jsonl.")
-@click.option("--noise", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Noise recording(s) to mix in. Repeatable.")
-@click.option("--snr", "snrs", multiple=True, type=float, default=(20.0, 10.0, 5.0, 0.0), show_default=True)
-@click.option("--babble/--no-babble", default=True, show_default=True, help="Babble from the manifest's own talkers.")
+@click.option(
+    "--manifest",
+    "-m",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Clean manifest.",
+)
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for WAVs and conditions.jsonl.",
+)
+@click.option(
+    "--noise",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Noise recording(s) to mix in. Repeatable.",
+)
+@click.option(
+    "--snr", "snrs", multiple=True, type=float, default=(20.0, 10.0, 5.0, 0.0), show_default=True
+)
+@click.option(
+    "--babble/--no-babble",
+    default=True,
+    show_default=True,
+    help="Babble from the manifest's own talkers.",
+)
 @click.option("--music/--no-music", default=True, show_default=True)
 @click.option("--telephone/--no-telephone", default=True, show_default=True)
 @click.option("--seed", default=0, show_default=True)
-def build_conditions_cmd(manifest: Path, out: Path, noise: tuple[Path, ...], snrs: tuple[float, ...],
-                         babble: bool, music: bool, telephone: bool, seed: int) -> None:
+def build_conditions_cmd(
+    manifest: Path,
+    out: Path,
+    noise: tuple[Path, ...],
+    snrs: tuple[float, ...],
+    babble: bool,
+    music: bool,
+    telephone: bool,
+    seed: int,
+) -> None:
     """Make noisy, babble, music and phone-band versions of clean items (marked constructed)."""
     from voxeval.core.items import load_manifest, write_manifest
     from voxeval.suites.asr.conditions import build_conditions
 
     items = load_manifest(manifest)
-    new = build_conditions(items, out, noise=list(noise), babble_from=items if babble else [],
-                           music=music, snrs=list(snrs), telephone=telephone, seed=seed)
+    new = build_conditions(
+        items,
+        out,
+        noise=list(noise),
+        babble_from=items if babble else [],
+        music=music,
+        snrs=list(snrs),
+        telephone=telephone,
+        seed=seed,
+    )
     path = Path(out) / "conditions.jsonl"
     write_manifest(new, path)
     click.echo(f"{len(new)} constructed items", err=True)
@@ -117,7 +234,13 @@ def _summary(run_dir: Path) -> None:
 
     for s in report["systems"]:
         o = s["overall"]
-        table.add_row(s["system"], f(o["wer"]), f"[{f(o['ci_lo'])}, {f(o['ci_hi'])}]", str(o["n"]),
-                      str(o["n_failed"]), f(o.get("rtfx"), 1))
+        table.add_row(
+            s["system"],
+            f(o["wer"]),
+            f"[{f(o['ci_lo'])}, {f(o['ci_hi'])}]",
+            str(o["n"]),
+            str(o["n_failed"]),
+            f(o.get("rtfx"), 1),
+        )
     Console(stderr=True).print(table)
     click.echo(f"report: {run_dir / 'report.html'}", err=True)

@@ -27,6 +27,10 @@ def ls() -> None:
         systems.add_column(col)
     for b in sorted(REGISTRY.backends(), key=lambda b: b.name):
         missing = b.missing()
-        usable = "[green]yes[/]" if not missing else f"[red]no[/]: missing {', '.join(missing)} ({b.install_hint()})"
+        usable = (
+            "[green]yes[/]"
+            if not missing
+            else f"[red]no[/]: missing {', '.join(missing)} ({b.install_hint()})"
+        )
         systems.add_row(b.name, ", ".join(b.capabilities), usable, b.description)
     console.print(systems)

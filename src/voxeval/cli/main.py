@@ -11,9 +11,15 @@ import click
 from voxeval import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "asr": ("voxeval.cli.asr:asr", "ASR robustness: run systems, score predictions, build conditions."),
+    "asr": (
+        "voxeval.cli.asr:asr",
+        "ASR robustness: run systems, score predictions, build conditions.",
+    ),
     "report": ("voxeval.cli.report:report", "Rebuild report.json/md/html of a run directory."),
-    "compare": ("voxeval.cli.compare:compare", "Paired per-item differences of two runs, with CIs."),
+    "compare": (
+        "voxeval.cli.compare:compare",
+        "Paired per-item differences of two runs, with CIs.",
+    ),
     "ls": ("voxeval.cli.ls:ls", "List suites and systems, and whether they are usable here."),
     "demo": ("voxeval.cli.demo:demo", "Run every suite's embedded demo and write one report."),
 }

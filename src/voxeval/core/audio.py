@@ -100,7 +100,9 @@ def wav_data_uri(audio: Audio, max_seconds: float = 30.0, sr: int = 16_000) -> s
 
     a = resample(audio, sr)
     buf = io.BytesIO()
-    sf.write(buf, np.clip(a.samples[: int(max_seconds * sr)], -1, 1), sr, format="WAV", subtype="PCM_16")
+    sf.write(
+        buf, np.clip(a.samples[: int(max_seconds * sr)], -1, 1), sr, format="WAV", subtype="PCM_16"
+    )
     return "data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

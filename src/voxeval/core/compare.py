@@ -21,9 +21,7 @@ from voxeval.stats.intervals import paired_bootstrap_ratio_diff
 TOP_ITEMS = 10
 
 
-def _pairs(
-    a: dict[str, Any], b: dict[str, Any], same_run: bool
-) -> list[tuple[str, str]]:
+def _pairs(a: dict[str, Any], b: dict[str, Any], same_run: bool) -> list[tuple[str, str]]:
     sa, sb = sorted(a["units"]), sorted(b["units"])
     if same_run:
         return list(itertools.combinations(sa, 2))
@@ -76,11 +74,22 @@ def _compare_units(
     def diff(ids: list[str]) -> dict[str, Any]:
         cl = [clusters_map[i] for i in ids] if use_clusters else None
         d = paired_bootstrap_ratio_diff(
-            [xa[i][0] for i in ids], [xa[i][1] for i in ids],
-            [xb[i][0] for i in ids], [xb[i][1] for i in ids], cl, seed=seed,
+            [xa[i][0] for i in ids],
+            [xa[i][1] for i in ids],
+            [xb[i][0] for i in ids],
+            [xb[i][1] for i in ids],
+            cl,
+            seed=seed,
         )
-        return {"a": d.a, "b": d.b, "diff": d.diff, "ci_lo": d.ci_lo, "ci_hi": d.ci_hi,
-                "p_value": d.p_value, "n": d.n}
+        return {
+            "a": d.a,
+            "b": d.b,
+            "diff": d.diff,
+            "ci_lo": d.ci_lo,
+            "ci_hi": d.ci_hi,
+            "p_value": d.p_value,
+            "n": d.n,
+        }
 
     groups: dict[tuple[str, str], list[str]] = {}
     for i in shared:
@@ -88,9 +97,12 @@ def _compare_units(
             groups.setdefault((g, str(name)), []).append(i)
     per_item = sorted(
         (
-            {"id": i, "a": xa[i][0] / xa[i][1] if xa[i][1] else None,
-             "b": xb[i][0] / xb[i][1] if xb[i][1] else None,
-             "diff_errors": xa[i][0] - xb[i][0]}
+            {
+                "id": i,
+                "a": xa[i][0] / xa[i][1] if xa[i][1] else None,
+                "b": xb[i][0] / xb[i][1] if xb[i][1] else None,
+                "diff_errors": xa[i][0] - xb[i][0],
+            }
             for i in shared
         ),
         key=lambda r: (-abs(r["diff_errors"]), r["id"]),
@@ -103,9 +115,7 @@ def _compare_units(
         "only_b": len(set(xb) - set(xa)),
         "ci_unit": "speaker" if use_clusters else "item",
         "overall": diff(shared) if shared else None,
-        "groups": [
-            {"group": g, "name": n, **diff(ids)} for (g, n), ids in sorted(groups.items())
-        ],
+        "groups": [{"group": g, "name": n, **diff(ids)} for (g, n), ids in sorted(groups.items())],
         "largest_item_differences": per_item[:TOP_ITEMS],
     }
 
@@ -126,10 +136,21 @@ def render_compare_markdown(result: dict[str, Any]) -> str:
             f"CI resamples {c['ci_unit']}s.\n"
         )
         rows = []
-        for g in ([{"group": "overall", "name": "all", **c["overall"]}] if c["overall"] else []) + c["groups"]:
-            rows.append([g["group"], g["name"], g["a"], g["b"], g["diff"],
-                         f"[{g['ci_lo']:.4f}, {g['ci_hi']:.4f}]" if g["ci_lo"] is not None else "–",
-                         g["p_value"], g["n"]])
+        for g in (
+            [{"group": "overall", "name": "all", **c["overall"]}] if c["overall"] else []
+        ) + c["groups"]:
+            rows.append(
+                [
+                    g["group"],
+                    g["name"],
+                    g["a"],
+                    g["b"],
+                    g["diff"],
+                    f"[{g['ci_lo']:.4f}, {g['ci_hi']:.4f}]" if g["ci_lo"] is not None else "–",
+                    g["p_value"],
+                    g["n"],
+                ]
+            )
         lines.append(md_table(headers, rows))
     return "\n".join(lines)
 

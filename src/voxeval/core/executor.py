@@ -11,7 +11,13 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -70,7 +76,9 @@ class ThreadExecutor(Executor[Any, Any]):
             yield from SerialExecutor().map_unordered(make_worker, tasks)
             return
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="voxeval") as pool:
-            yield from _drain(pool, lambda t: pool.submit(_thread_call, make_worker, t), tasks, self.workers)
+            yield from _drain(
+                pool, lambda t: pool.submit(_thread_call, make_worker, t), tasks, self.workers
+            )
 
 
 _process_worker: Callable[[Any], Any] | None = None

@@ -63,7 +63,12 @@ class Item:
                 labels[key] = d[key]
         meta = dict(d.get("meta") or {})
         for key, value in d.items():
-            if key not in ITEM_FIELDS and key not in ("condition", "accent", "emotion", "background"):
+            if key not in ITEM_FIELDS and key not in (
+                "condition",
+                "accent",
+                "emotion",
+                "background",
+            ):
                 meta[key] = value
         text = d.get("text")
         if text is not None and not isinstance(text, str):
@@ -75,7 +80,9 @@ class Item:
             except (TypeError, ValueError):
                 raise ValueError(f"'duration' is not a number: {duration!r}") from None
         audio = d.get("audio")
-        if audio is not None and not (isinstance(audio, list) and all(isinstance(a, str) for a in audio)):
+        if audio is not None and not (
+            isinstance(audio, list) and all(isinstance(a, str) for a in audio)
+        ):
             raise ValueError("'audio' must be a list of paths")
         return cls(
             id=str(item_id),
@@ -123,7 +130,9 @@ def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]
         except UnicodeDecodeError as exc:
             # Keep the item (its id is usually readable) and record the problem per item.
             line = line_bytes.decode("utf-8", errors="replace")
-            problem = f"manifest line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            problem = (
+                f"manifest line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            )
         try:
             obj = json.loads(line)
             item = Item.from_dict(obj, base_dir=path.parent)
@@ -138,7 +147,9 @@ def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]
             problems.append((lineno, "no 'text' (reference transcript)"))
             continue
         if item.id in first_line:
-            problems.append((lineno, f"duplicate id {item.id!r} (first on line {first_line[item.id]})"))
+            problems.append(
+                (lineno, f"duplicate id {item.id!r} (first on line {first_line[item.id]})")
+            )
             continue
         first_line[item.id] = lineno
         items.append(item)

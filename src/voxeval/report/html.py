@@ -56,7 +56,9 @@ def page(title: str, body: str) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
     """An HTML table; the first ``left`` columns are left-aligned. Cells are escaped
     unless they are :class:`Raw`."""
-    head = "".join(f"<th class='{'l' if i < left else ''}'>{esc(h)}</th>" for i, h in enumerate(headers))
+    head = "".join(
+        f"<th class='{'l' if i < left else ''}'>{esc(h)}</th>" for i, h in enumerate(headers)
+    )
     body = []
     for row in rows:
         cells = []
@@ -103,12 +105,16 @@ def bar_chart(
     def x(v: float) -> float:
         return left + plot_w * max(0.0, v) / vmax
 
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"]
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"
+    ]
     if title:
         parts.append(f"<text x='{left}' y='16' font-weight='bold'>{esc(title)}</text>")
     for i, cat in enumerate(categories):
         y0 = top + i * group_h
-        parts.append(f"<text x='{left - 6}' y='{y0 + n_ser * bar_h / 2 + 4}' text-anchor='end'>{esc(cat)}</text>")
+        parts.append(
+            f"<text x='{left - 6}' y='{y0 + n_ser * bar_h / 2 + 4}' text-anchor='end'>{esc(cat)}</text>"
+        )
         for j, (_, pts) in enumerate(series):
             value, lo, hi = pts[i] if i < len(pts) else (None, None, None)
             if value is None or not math.isfinite(value):
@@ -127,12 +133,18 @@ def bar_chart(
                     f"<line x1='{x(hi):.1f}' x2='{x(hi):.1f}' y1='{yc - 3}' y2='{yc + 3}' stroke='#222'/>"
                 )
     axis_y = top + n_cat * group_h
-    parts.append(f"<line x1='{left}' x2='{left + plot_w}' y1='{axis_y}' y2='{axis_y}' stroke='#999'/>")
+    parts.append(
+        f"<line x1='{left}' x2='{left + plot_w}' y1='{axis_y}' y2='{axis_y}' stroke='#999'/>"
+    )
     for k in range(6):
         v = vmax * k / 5
-        parts.append(f"<text x='{x(v):.1f}' y='{axis_y + 14}' text-anchor='middle' fill='#555'>{v:.2f}</text>")
+        parts.append(
+            f"<text x='{x(v):.1f}' y='{axis_y + 14}' text-anchor='middle' fill='#555'>{v:.2f}</text>"
+        )
     if x_label:
-        parts.append(f"<text x='{left + plot_w / 2}' y='{axis_y + 27}' text-anchor='middle'>{esc(x_label)}</text>")
+        parts.append(
+            f"<text x='{left + plot_w / 2}' y='{axis_y + 27}' text-anchor='middle'>{esc(x_label)}</text>"
+        )
     for j, (name, _) in enumerate(series):
         lx = left + (j % 3) * (plot_w / 3)
         ly = axis_y + 34 + 18 * (j // 3)

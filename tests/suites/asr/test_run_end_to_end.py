@@ -23,7 +23,11 @@ ENGINE = "python:tests.helpers.engines:slow?delay=0"
 
 
 def _records(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in (run / "records.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
 
 
 def _run(args: list[str]) -> tuple[int, str, str]:
@@ -41,14 +45,33 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
     audio, sr = sf.read(src)
     sf.write(tmp_path / "st8k.wav", np.stack([audio[::2], audio[::2]], 1), sr // 2)
     extra = [
-        {"id": "trunc", "audio_filepath": "trunc.wav", "text": "printing in the only sense", "speaker": "LJ"},
+        {
+            "id": "trunc",
+            "audio_filepath": "trunc.wav",
+            "text": "printing in the only sense",
+            "speaker": "LJ",
+        },
         {"id": "zero", "audio_filepath": "zero.wav", "text": "nothing", "speaker": "LJ"},
         {"id": "missing", "audio_filepath": "nope.wav", "text": "nothing", "speaker": "LJ"},
         {"id": "stereo8k", "audio_filepath": "st8k.wav", "text": "printing", "speaker": "LJ"},
         {"id": "emptyref", "audio_filepath": str(src), "text": "", "speaker": "LJ"},
     ]
     m.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
-    code, out, _ = _run(["asr", "run", "-m", str(m), "-s", ENGINE, "-s", "mock:fail", "--out", str(tmp_path / "runs"), "--no-progress"])
+    code, out, _ = _run(
+        [
+            "asr",
+            "run",
+            "-m",
+            str(m),
+            "-s",
+            ENGINE,
+            "-s",
+            "mock:fail",
+            "--out",
+            str(tmp_path / "runs"),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     run = Path(out.strip().splitlines()[-1])
     assert run.parent == tmp_path / "runs" and (run / "report.html").exists()
@@ -73,8 +96,23 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
 
 def test_hang_and_garbage_are_records(tmp_path: Path, data_dir: Path) -> None:
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech",), limit=2)
-    code, out, _ = _run(["asr", "run", "-m", str(m), "-s", "mock:hang?seconds=30", "-s", "mock:garble",
-                         "--timeout", "1", "--out", str(tmp_path / "r"), "--no-progress"])
+    code, out, _ = _run(
+        [
+            "asr",
+            "run",
+            "-m",
+            str(m),
+            "-s",
+            "mock:hang?seconds=30",
+            "-s",
+            "mock:garble",
+            "--timeout",
+            "1",
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     recs = _records(Path(out.strip().splitlines()[-1]))
     by = {(r["id"], r["system"]): r["status"] for r in recs}
@@ -86,8 +124,24 @@ def test_hang_and_garbage_are_records(tmp_path: Path, data_dir: Path) -> None:
 def test_unknown_system_is_usage_error(tmp_path: Path) -> None:
     m = tmp_path / "m.jsonl"
     m.write_text('{"id": "a", "audio_filepath": "x.wav", "text": "t"}\n')
-    proc = subprocess.run([sys.executable, "-m", "voxeval.cli.main", "asr", "run", "-m", str(m), "-s", "faster-wisper", "--out", str(tmp_path)],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "voxeval.cli.main",
+            "asr",
+            "run",
+            "-m",
+            str(m),
+            "-s",
+            "faster-wisper",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and "Did you mean faster-whisper" in proc.stderr
 
 
@@ -96,14 +150,33 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, data_dir: Path
     n_items = len(m.read_text().splitlines())
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     slow = "python:tests.helpers.engines:slow?delay=0.15"
-    args = [sys.executable, "-m", "voxeval.cli.main", "asr", "run", "-m", str(m), "-s", slow, "--no-progress"]
+    args = [
+        sys.executable,
+        "-m",
+        "voxeval.cli.main",
+        "asr",
+        "run",
+        "-m",
+        str(m),
+        "-s",
+        slow,
+        "--no-progress",
+    ]
     # uninterrupted reference run
-    ref = subprocess.run([*args, "--out", str(tmp_path / "ref")], capture_output=True, text=True, env=env, cwd=REPO)
+    ref = subprocess.run(
+        [*args, "--out", str(tmp_path / "ref")], capture_output=True, text=True, env=env, cwd=REPO
+    )
     assert ref.returncode == 0, ref.stderr
     ref_run = Path(ref.stdout.strip().splitlines()[-1])
     # killed run
     out = tmp_path / "killed"
-    proc = subprocess.Popen([*args, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [*args, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
     deadline = time.time() + 60
     records = None
     while time.time() < deadline:
@@ -117,8 +190,14 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, data_dir: Path
     assert records is not None
     n_before = len([ln for ln in records.read_text().splitlines() if ln.strip()])
     assert 5 <= n_before < n_items
-    kept = {json.loads(ln)["id"]: ln for ln in records.read_text().splitlines() if ln.strip() and ln.endswith("}")}
-    res = subprocess.run([*args, "--out", str(out), "--resume"], capture_output=True, text=True, env=env, cwd=REPO)
+    kept = {
+        json.loads(ln)["id"]: ln
+        for ln in records.read_text().splitlines()
+        if ln.strip() and ln.endswith("}")
+    }
+    res = subprocess.run(
+        [*args, "--out", str(out), "--resume"], capture_output=True, text=True, env=env, cwd=REPO
+    )
     assert res.returncode == 0, res.stderr
     resumed = Path(res.stdout.strip().splitlines()[-1])
     assert resumed == records.parent  # same run directory
@@ -139,7 +218,21 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, data_dir: Path
 
 def test_report_rebuilds_from_run_dir_alone(tmp_path: Path, data_dir: Path) -> None:
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech", "accented"))
-    code, out, _ = _run(["asr", "run", "-m", str(m), "-s", ENGINE, "-s", "python:tests.helpers.engines:plain", "--out", str(tmp_path / "r"), "--no-progress"])
+    code, out, _ = _run(
+        [
+            "asr",
+            "run",
+            "-m",
+            str(m),
+            "-s",
+            ENGINE,
+            "-s",
+            "python:tests.helpers.engines:plain",
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     run = Path(out.strip().splitlines()[-1])
     first = json.loads((run / "report.json").read_text())
@@ -164,7 +257,9 @@ def test_compare_two_runs(tmp_path: Path, data_dir: Path) -> None:
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech", "accented"))
     runs = []
     for spec in (ENGINE, "python:tests.helpers.engines:plain"):
-        code, out, _ = _run(["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r"), "--no-progress"])
+        code, out, _ = _run(
+            ["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r"), "--no-progress"]
+        )
         runs.append(out.strip().splitlines()[-1])
     code, out, _ = _run(["compare", runs[0], runs[1], "--out", str(tmp_path / "cmp")])
     assert code == 0

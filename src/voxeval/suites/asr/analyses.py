@@ -11,17 +11,79 @@ from voxeval.stats.ranks import rank_agreement
 # Accents of speakers whose first language is English (lower-cased label values or words in
 # them). Anything else with an accent label counts as non-native; ``labels.native`` wins.
 NATIVE_ACCENT_WORDS = frozenset(
-    "american us usa english england british uk scottish scotland irish ireland welsh wales "
-    "australian australia canadian canada newzealand zealand southafrican "
-    "northern southern midlands yorkshire en-us en-gb en-gb-scotland en-au en-ie".split()
+    [
+        "american",
+        "us",
+        "usa",
+        "english",
+        "england",
+        "british",
+        "uk",
+        "scottish",
+        "scotland",
+        "irish",
+        "ireland",
+        "welsh",
+        "wales",
+        "australian",
+        "australia",
+        "canadian",
+        "canada",
+        "newzealand",
+        "zealand",
+        "southafrican",
+        "northern",
+        "southern",
+        "midlands",
+        "yorkshire",
+        "en-us",
+        "en-gb",
+        "en-gb-scotland",
+        "en-au",
+        "en-ie",
+    ]
 )
 HIGH_AROUSAL = frozenset(
-    "anger angry fear fearful happy happiness joy excitement excited surprise surprised "
-    "disgust ecstasy triumph amusement anxiety distress horror rage panic".split()
+    [
+        "anger",
+        "angry",
+        "fear",
+        "fearful",
+        "happy",
+        "happiness",
+        "joy",
+        "excitement",
+        "excited",
+        "surprise",
+        "surprised",
+        "disgust",
+        "ecstasy",
+        "triumph",
+        "amusement",
+        "anxiety",
+        "distress",
+        "horror",
+        "rage",
+        "panic",
+    ]
 )
 LOW_AROUSAL = frozenset(
-    "neutral sad sadness calm calmness boredom bored tiredness tired contentment "
-    "contemplation relief sympathy nostalgia".split()
+    [
+        "neutral",
+        "sad",
+        "sadness",
+        "calm",
+        "calmness",
+        "boredom",
+        "bored",
+        "tiredness",
+        "tired",
+        "contentment",
+        "contemplation",
+        "relief",
+        "sympathy",
+        "nostalgia",
+    ]
 )
 
 
@@ -136,5 +198,7 @@ def rank_stability(
 
 
 def _ranks(values: Mapping[str, float]) -> dict[str, int]:
-    finite = sorted((v, k) for k, v in values.items() if isinstance(v, float | int) and math.isfinite(v))
+    finite = sorted(
+        (v, k) for k, v in values.items() if isinstance(v, float | int) and math.isfinite(v)
+    )
     return {k: i + 1 for i, (_, k) in enumerate(finite)}

@@ -11,7 +11,20 @@ from voxeval.core.runstore import RunStore
 from voxeval.report.html import Raw, audio_player, bar_chart, esc, fmt, page, table
 from voxeval.report.markdown import md_table
 
-GROUP_HEADERS = ["group", "name", "WER", "95% CI", "CI unit", "S", "D", "I", "ref words", "n", "failed", "CER"]
+GROUP_HEADERS = [
+    "group",
+    "name",
+    "WER",
+    "95% CI",
+    "CI unit",
+    "S",
+    "D",
+    "I",
+    "ref words",
+    "n",
+    "failed",
+    "CER",
+]
 
 
 def _ci(g: dict[str, Any]) -> str:
@@ -20,9 +33,18 @@ def _ci(g: dict[str, Any]) -> str:
 
 def _group_row(g: dict[str, Any]) -> list[Any]:
     return [
-        g.get("group", "overall"), g.get("name", "all"), g.get("wer"), _ci(g), g.get("ci_unit"),
-        g.get("sub"), g.get("del"), g.get("ins"), g.get("ref_words"), g.get("n"),
-        g.get("n_failed"), g.get("cer"),
+        g.get("group", "overall"),
+        g.get("name", "all"),
+        g.get("wer"),
+        _ci(g),
+        g.get("ci_unit"),
+        g.get("sub"),
+        g.get("del"),
+        g.get("ins"),
+        g.get("ref_words"),
+        g.get("n"),
+        g.get("n_failed"),
+        g.get("cer"),
     ]
 
 
@@ -32,7 +54,9 @@ def _systems_summary_rows(report: dict[str, Any]) -> list[list[Any]]:
         o = s["overall"]
         sc = s.get("status_counts", {})
         bad = sum(v for k, v in sc.items() if k not in ("ok", "unscored"))
-        rows.append([s["system"], o.get("wer"), _ci(o), o.get("cer"), o.get("n"), bad, o.get("rtfx")])
+        rows.append(
+            [s["system"], o.get("wer"), _ci(o), o.get("cer"), o.get("n"), bad, o.get("rtfx")]
+        )
     return rows
 
 
@@ -67,11 +91,18 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append(md_table(headers, rows))
     for s in report["systems"]:
         out.append(f"\n## {s['system']}\n")
-        out.append(md_table(GROUP_HEADERS, [_group_row({"group": "overall", "name": "all", **s["overall"]})]
-                            + [_group_row(g) for g in s["groups"]]))
+        out.append(
+            md_table(
+                GROUP_HEADERS,
+                [_group_row({"group": "overall", "name": "all", **s["overall"]})]
+                + [_group_row(g) for g in s["groups"]],
+            )
+        )
         fails = s.get("failures", {}).get("by_kind", {})
         if fails:
-            out.append("\nNot scored: " + ", ".join(f"{k}: {v}" for k, v in sorted(fails.items())) + "\n")
+            out.append(
+                "\nNot scored: " + ", ".join(f"{k}: {v}" for k, v in sorted(fails.items())) + "\n"
+            )
     out.append("\n## Rank stability\n")
     out.append(_rank_md(report.get("rank_stability", {})))
     out.append("\n## Audits\n")
@@ -90,7 +121,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             keys = [k for k in rows[0] if not isinstance(rows[0][k], dict | list)]
             out.append(md_table(keys, [[r.get(k) for k in keys] for r in rows]))
     if report.get("malformed_record_lines"):
-        out.append(f"\n{len(report['malformed_record_lines'])} malformed record line(s) were skipped.\n")
+        out.append(
+            f"\n{len(report['malformed_record_lines'])} malformed record line(s) were skipped.\n"
+        )
     return "\n".join(out)
 
 
@@ -98,11 +131,18 @@ def _rank_md(rs: dict[str, Any]) -> str:
     if rs.get("status") != "ok":
         return f"Not computed: {rs.get('reason', 'no data')}\n"
     rows = [
-        [c["condition"], c["kendall_tau"], c["spearman_rho"], c["n_systems"],
-         ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items())]
+        [
+            c["condition"],
+            c["kendall_tau"],
+            c["spearman_rho"],
+            c["n_systems"],
+            ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items()),
+        ]
         for c in rs["conditions"]
     ]
-    return md_table(["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"], rows)
+    return md_table(
+        ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"], rows
+    )
 
 
 def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
@@ -127,7 +167,19 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
     series = []
     for s in report["systems"]:
         by = {g["name"]: g for g in s["groups"] if g["group"] == "condition"}
-        series.append((s["system"], [(by.get(c, {}).get("wer"), by.get(c, {}).get("ci_lo"), by.get(c, {}).get("ci_hi")) for c in conds]))
+        series.append(
+            (
+                s["system"],
+                [
+                    (
+                        by.get(c, {}).get("wer"),
+                        by.get(c, {}).get("ci_lo"),
+                        by.get(c, {}).get("ci_hi"),
+                    )
+                    for c in conds
+                ],
+            )
+        )
     body.append("<h2>WER per condition</h2>")
     body.append(bar_chart(conds, series, x_label="WER (95 % CI)"))
     headers, rows = _conditions_table(report)
@@ -145,7 +197,19 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
         ser = []
         for s in report["systems"]:
             by = {g["name"]: g for g in s["groups"] if g["group"] == key}
-            ser.append((s["system"], [(by.get(n, {}).get("wer"), by.get(n, {}).get("ci_lo"), by.get(n, {}).get("ci_hi")) for n in names]))
+            ser.append(
+                (
+                    s["system"],
+                    [
+                        (
+                            by.get(n, {}).get("wer"),
+                            by.get(n, {}).get("ci_lo"),
+                            by.get(n, {}).get("ci_hi"),
+                        )
+                        for n in names
+                    ],
+                )
+            )
         body.append(f"<h3>WER by {esc(key)}</h3>" + bar_chart(names, ser, x_label="WER (95 % CI)"))
     body.append("<h2>Rank stability</h2>" + _rank_html(report.get("rank_stability", {})))
     body.append("<h2>Audits</h2>" + _audits_html(report.get("audits") or {}))
@@ -157,19 +221,44 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
                 f"<p class='muted'>load {fmt(load.get('load_s'))} s · warm-up {fmt(load.get('warmup_s'))} s · "
                 f"RTFx {fmt(s['overall'].get('rtfx'), 1)} (audio s / compute s, model load excluded)</p>"
             )
-        rows = [_group_row({"group": "overall", "name": "all", **s["overall"]})] + [_group_row(g) for g in s["groups"]]
+        rows = [_group_row({"group": "overall", "name": "all", **s["overall"]})] + [
+            _group_row(g) for g in s["groups"]
+        ]
         body.append(table(GROUP_HEADERS, rows, left=2))
         fails = s.get("failures", {})
         if fails.get("by_kind"):
             body.append("<h3>Not scored</h3>")
-            body.append(table(["id", "status", "kind", "message"],
-                              [[e.get("id"), e.get("status"), e.get("kind"), e.get("message")] for e in fails.get("examples", [])], left=4))
+            body.append(
+                table(
+                    ["id", "status", "kind", "message"],
+                    [
+                        [e.get("id"), e.get("status"), e.get("kind"), e.get("message")]
+                        for e in fails.get("examples", [])
+                    ],
+                    left=4,
+                )
+            )
         if s.get("worst_items"):
             body.append("<h3>Worst items</h3>")
             rows2 = []
             for w in s["worst_items"]:
-                rows2.append([w["id"], w["condition"], w["errors"], w["ref_words"], Raw(_alignment_html(w["alignment"])), Raw(_player(w.get("audio_filepath"), store))])
-            body.append(table(["id", "condition", "errors", "ref words", "alignment (ref → hyp)", "audio"], rows2, left=2))
+                rows2.append(
+                    [
+                        w["id"],
+                        w["condition"],
+                        w["errors"],
+                        w["ref_words"],
+                        Raw(_alignment_html(w["alignment"])),
+                        Raw(_player(w.get("audio_filepath"), store)),
+                    ]
+                )
+            body.append(
+                table(
+                    ["id", "condition", "errors", "ref words", "alignment (ref → hyp)", "audio"],
+                    rows2,
+                    left=2,
+                )
+            )
     return "".join(body)
 
 
@@ -197,7 +286,9 @@ def _alignment_html(alignment: list[Any]) -> str:
         elif op == "ins":
             parts.append(f"<span class='ins' title='insertion'>+{esc(hyp)}</span>")
         else:
-            parts.append(f"<span class='merge' title='compound, no cost'>{esc(ref)}≈{esc(hyp)}</span>")
+            parts.append(
+                f"<span class='merge' title='compound, no cost'>{esc(ref)}≈{esc(hyp)}</span>"
+            )
     return "<span class='align'>" + " ".join(parts) + "</span>"
 
 
@@ -205,8 +296,13 @@ def _rank_html(rs: dict[str, Any]) -> str:
     if rs.get("status") != "ok":
         return f"<p class='muted'>Not computed: {esc(rs.get('reason', 'no data'))}</p>"
     rows = [
-        [c["condition"], c["kendall_tau"], c["spearman_rho"], c["n_systems"],
-         ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items())]
+        [
+            c["condition"],
+            c["kendall_tau"],
+            c["spearman_rho"],
+            c["n_systems"],
+            ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items()),
+        ]
         for c in rs["conditions"]
     ]
     return f"<p>{esc(rs.get('note', ''))}</p>" + table(
@@ -221,7 +317,9 @@ def _audits_html(audits: dict[str, Any]) -> str:
             continue
         out.append(f"<h3>{esc(name)}</h3>")
         if audit.get("status") != "ok":
-            out.append(f"<p class='muted'>Not run: {esc(audit.get('reason', audit.get('status')))}</p>")
+            out.append(
+                f"<p class='muted'>Not run: {esc(audit.get('reason', audit.get('status')))}</p>"
+            )
             continue
         if audit.get("description"):
             out.append(f"<p>{esc(audit['description'])}</p>")

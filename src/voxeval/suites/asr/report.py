@@ -22,8 +22,18 @@ from voxeval.suites.asr.wer import (
 
 # Label keys that describe provenance, not a subgroup to break WER down by.
 NON_GROUP_LABELS = frozenset(
-    {"condition", "source_item", "constructed", "recipe", "audit", "masked_word", "masked_index",
-     "tts", "native", "text_source"}
+    {
+        "condition",
+        "source_item",
+        "constructed",
+        "recipe",
+        "audit",
+        "masked_word",
+        "masked_index",
+        "tts",
+        "native",
+        "text_source",
+    }
 )
 MAX_GROUP_VALUES = 50
 WORST_ITEMS = 8
@@ -150,9 +160,7 @@ def _failures(records: list[Record], limit: int = 20) -> dict[str, Any]:
     kinds = Counter((r.error or {}).get("kind", r.status) for r in bad)
     return {
         "by_kind": dict(kinds),
-        "examples": [
-            {"id": r.id, "status": r.status, **(r.error or {})} for r in bad[:limit]
-        ],
+        "examples": [{"id": r.id, "status": r.status, **(r.error or {})} for r in bad[:limit]],
     }
 
 

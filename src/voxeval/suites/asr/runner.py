@@ -74,7 +74,9 @@ def _coerce(result: Any) -> Transcript:
 class TranscribeWorker:
     """One system instance per worker. A hang poisons the instance: the next item gets a new one."""
 
-    def __init__(self, spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]):
+    def __init__(
+        self, spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]
+    ):
         self.spec = spec
         self.normalizer = normalizer
         self.timeout = timeout
@@ -90,7 +92,9 @@ class TranscribeWorker:
             system = REGISTRY.build("transcribe", self.spec)
             system.load()
             t1 = time.perf_counter()
-            _call_with_timeout(lambda: system.transcribe(np.zeros(TARGET_SR, np.float32)), self.timeout)
+            _call_with_timeout(
+                lambda: system.transcribe(np.zeros(TARGET_SR, np.float32)), self.timeout
+            )
             t2 = time.perf_counter()
             self.system = system
             self.load_info.setdefault("load_s", round(t1 - t0, 4))
@@ -105,7 +109,7 @@ class TranscribeWorker:
             self.load_error = exc
 
     def __call__(self, task: Task) -> Record:
-        item, started = task.item, utc_now()
+        started = utc_now()
         rec = self._run(task)
         rec.started_at, rec.ended_at = started, utc_now()
         return rec
@@ -115,7 +119,9 @@ class TranscribeWorker:
         if item.problem:
             return error_record(item.id, self.spec, task.repeat, "text_encoding", item.problem)
         if not item.audio_filepath:
-            return error_record(item.id, self.spec, task.repeat, "input", "item has no audio_filepath")
+            return error_record(
+                item.id, self.spec, task.repeat, "input", "item has no audio_filepath"
+            )
         wall0 = time.perf_counter()
         try:
             audio = load_audio(item.audio_filepath, TARGET_SR)
@@ -123,9 +129,11 @@ class TranscribeWorker:
             return error_record(item.id, self.spec, task.repeat, exc.kind, str(exc))
         self._ensure_loaded()
         if self.load_error is not None:
-            exc = self.load_error
-            kind = getattr(exc, "kind", "system_load")
-            return error_record(item.id, self.spec, task.repeat, kind, f"system failed to load: {exc}")
+            load_error = self.load_error
+            kind = getattr(load_error, "kind", "system_load")
+            return error_record(
+                item.id, self.spec, task.repeat, kind, f"system failed to load: {load_error}"
+            )
         system = self.system
         t0 = time.perf_counter()
         try:
@@ -134,17 +142,25 @@ class TranscribeWorker:
         except _Hung:
             self.system = None  # the hung call may still hold it; build a fresh one next time
             return error_record(
-                item.id, self.spec, task.repeat, "timeout",
-                f"no answer within {self.timeout} s", status="timeout",
+                item.id,
+                self.spec,
+                task.repeat,
+                "timeout",
+                f"no answer within {self.timeout} s",
+                status="timeout",
             )
         except SystemOutputError as exc:
-            return error_record(item.id, self.spec, task.repeat, "unparseable", str(exc), "unparseable")
+            return error_record(
+                item.id, self.spec, task.repeat, "unparseable", str(exc), "unparseable"
+            )
         except Exception as exc:
             return error_record(
                 item.id, self.spec, task.repeat, "system", f"{type(exc).__name__}: {exc}"
             )
         compute = time.perf_counter() - t0
-        rec = Record(id=item.id, system=self.spec, repeat=task.repeat, output=transcript.to_output())
+        rec = Record(
+            id=item.id, system=self.spec, repeat=task.repeat, output=transcript.to_output()
+        )
         rec.timing = {
             "compute_s": round(compute, 6),
             "audio_s": round(audio.duration, 6),
@@ -181,7 +197,10 @@ def run_systems(
     info: dict[str, dict[str, Any]] = {}
     for spec in systems:
         tasks = [
-            Task(item, r) for r in range(repeats) for item in items if (item.id, spec, r) not in done
+            Task(item, r)
+            for r in range(repeats)
+            for item in items
+            if (item.id, spec, r) not in done
         ]
         load_info: dict[str, Any] = {}
         info[spec] = load_info

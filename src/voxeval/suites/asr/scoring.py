@@ -39,7 +39,9 @@ def read_predictions(paths: Sequence[str | Path]) -> tuple[list[Item], list[Reco
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     line = raw.decode("utf-8", errors="replace")
-                    bad_text = f"line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                    bad_text = (
+                        f"line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                    )
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
@@ -57,22 +59,46 @@ def read_predictions(paths: Sequence[str | Path]) -> tuple[list[Item], list[Reco
                     problems.append((lineno, f"{path.name}: {exc}"))
                     continue
                 if (item.id, system) in seen:
-                    problems.append((lineno, f"{path.name}: duplicate id {item.id!r} for system {system!r}"))
+                    problems.append(
+                        (lineno, f"{path.name}: duplicate id {item.id!r} for system {system!r}")
+                    )
                     continue
                 seen.add((item.id, system))
                 known = items.get(item.id)
                 if known is not None and known.text != item.text:
-                    problems.append((lineno, f"{path.name}: id {item.id!r} has a different reference text than before"))
+                    problems.append(
+                        (
+                            lineno,
+                            f"{path.name}: id {item.id!r} has a different reference text than before",
+                        )
+                    )
                     continue
                 items.setdefault(item.id, item)
                 if bad_text:
                     records.append(error_record(item.id, system, 0, "text_encoding", bad_text))
                 elif pred is None:
-                    records.append(error_record(item.id, system, 0, "missing_prediction", "no 'pred_text' on this line"))
+                    records.append(
+                        error_record(
+                            item.id, system, 0, "missing_prediction", "no 'pred_text' on this line"
+                        )
+                    )
                 elif not isinstance(pred, str):
-                    records.append(error_record(item.id, system, 0, "unparseable", f"'pred_text' is {type(pred).__name__}", "unparseable"))
+                    records.append(
+                        error_record(
+                            item.id,
+                            system,
+                            0,
+                            "unparseable",
+                            f"'pred_text' is {type(pred).__name__}",
+                            "unparseable",
+                        )
+                    )
                 elif item.text is None:
-                    records.append(error_record(item.id, system, 0, "no_reference", "no 'text' on this line", "unscored"))
+                    records.append(
+                        error_record(
+                            item.id, system, 0, "no_reference", "no 'text' on this line", "unscored"
+                        )
+                    )
                 else:
                     records.append(Record(id=item.id, system=system, output={"pred_text": pred}))
     if problems:
@@ -102,9 +128,18 @@ def score_records(
 
 def corpus_totals(records: Sequence[Record]) -> dict[str, Any]:
     """Totals over ok records with non-empty references: S, D, I, errors, ref words, WER."""
-    rows = [r.metrics for r in records if r.status == "ok" and r.metrics and not r.metrics["empty_ref"]]
+    rows = [
+        r.metrics for r in records if r.status == "ok" and r.metrics and not r.metrics["empty_ref"]
+    ]
     s = sum(m["sub"] for m in rows)
     d = sum(m["del"] for m in rows)
     i = sum(m["ins"] for m in rows)
     n = sum(m["ref_words"] for m in rows)
-    return {"sub": s, "del": d, "ins": i, "errors": s + d + i, "ref_words": n, "wer": (s + d + i) / n if n else float("nan")}
+    return {
+        "sub": s,
+        "del": d,
+        "ins": i,
+        "errors": s + d + i,
+        "ref_words": n,
+        "wer": (s + d + i) / n if n else float("nan"),
+    }

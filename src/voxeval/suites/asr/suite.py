@@ -71,8 +71,17 @@ def run_asr(
         store.write_info(info)
     try:
         loads = run_systems(
-            store, items, systems, normalizer=normalizer, repeats=repeats, workers=workers,
-            executor=executor, timeout=timeout, done=done, on_start=on_start, on_record=on_record,
+            store,
+            items,
+            systems,
+            normalizer=normalizer,
+            repeats=repeats,
+            workers=workers,
+            executor=executor,
+            timeout=timeout,
+            done=done,
+            on_start=on_start,
+            on_record=on_record,
         )
     finally:
         store.close()
@@ -82,7 +91,8 @@ def run_asr(
         if load:
             sys_info.setdefault(spec, {}).update(load)
     info.update(
-        systems=sys_info, ended_at=utc_now(),
+        systems=sys_info,
+        ended_at=utc_now(),
         execution={"workers": workers, "executor": executor, "timeout_s": timeout},
     )
     store.write_info(info)
