@@ -103,7 +103,7 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         "mock",
         ("transcribe",),
         "voxeval.systems.mock:build",
-        description="test double: fixed or table-driven text, or fails, hangs, garbles on request",
+        description="deterministic test double: silence, fixed, SHA-1 table (echo), garble, fail, hang",
     ),
     BackendInfo(
         "piper",

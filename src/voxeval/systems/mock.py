@@ -30,8 +30,7 @@ import numpy as np
 
 from voxeval.core.errors import InputError, SpecError
 from voxeval.core.specs import SystemSpec
-from voxeval.systems.base import Transcript
-from voxeval.systems.python_callable import coerce_transcript
+from voxeval.systems.base import Transcript, coerce_transcript
 
 __all__ = ["MODES", "MockTranscriber", "audio_key", "build", "write_table"]
 

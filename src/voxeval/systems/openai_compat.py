@@ -27,8 +27,7 @@ import numpy as np
 
 from voxeval.core.errors import BackendUnavailable, SpecError, SystemOutputError, VoxevalError
 from voxeval.core.specs import SystemSpec
-from voxeval.systems.base import Transcript
-from voxeval.systems.python_callable import coerce_transcript
+from voxeval.systems.base import Transcript, coerce_transcript
 
 __all__ = ["APIStatusError", "OpenAICompatTranscriber", "build"]
 

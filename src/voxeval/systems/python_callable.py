@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from voxeval.core.errors import InputError, SpecError, SystemOutputError, VoxevalError
+from voxeval.core.errors import InputError, SpecError, VoxevalError
 from voxeval.core.specs import SystemSpec
-from voxeval.systems.base import Transcript, Word
+from voxeval.systems.base import Transcript, coerce_transcript
 
 __all__ = ["CallableTranscriber", "build", "coerce_transcript"]
 
@@ -80,74 +79,6 @@ def _import_attr(module_name: str, attr: str) -> Any:
             )
         obj = getattr(obj, part)
     return obj
-
-
-def coerce_transcript(value: Any, where: str = "system") -> Transcript:
-    """Turn a ``Transcript``, ``str`` or ``{"text"|"pred_text", "words"?}`` dict into a Transcript.
-
-    Raises :class:`SystemOutputError` (naming ``where``) for anything else.
-    """
-    if isinstance(value, Transcript):
-        if not isinstance(value.text, str):
-            raise SystemOutputError(
-                f"{where} returned a Transcript whose text is {type(value.text).__name__}"
-            )
-        words = None if value.words is None else _coerce_words(value.words, where)
-        return Transcript(value.text, words, value.language, dict(value.extra))
-    if isinstance(value, str):
-        return Transcript(value)
-    if isinstance(value, Mapping):
-        text = value.get("text", value.get("pred_text"))
-        if not isinstance(text, str):
-            raise SystemOutputError(
-                f"{where} returned a dict without a string 'text' or 'pred_text' "
-                f"(keys: {', '.join(map(str, value))})"
-            )
-        raw_words = value.get("words")
-        words = None if raw_words is None else _coerce_words(raw_words, where)
-        language = value.get("language")
-        return Transcript(text, words, language if isinstance(language, str) else None)
-    raise SystemOutputError(
-        f"{where} returned {type(value).__name__} ({_excerpt(value)}); expected a Transcript, "
-        "a str or a dict with 'text'"
-    )
-
-
-def _coerce_words(raw: Any, where: str) -> list[Word]:
-    if not isinstance(raw, list | tuple):
-        raise SystemOutputError(f"{where} returned words as {type(raw).__name__}, not a list")
-    out: list[Word] = []
-    for i, w in enumerate(raw):
-        word: Any
-        start: Any
-        end: Any
-        prob: Any
-        if isinstance(w, Word):
-            word, start, end, prob = w.word, w.start, w.end, w.prob
-        elif isinstance(w, Mapping):
-            word = w.get("word", w.get("text"))
-            start, end = w.get("start"), w.get("end")
-            prob = w.get("prob", w.get("probability"))
-        else:
-            raise SystemOutputError(f"{where} returned word {i} as {type(w).__name__}")
-        if not isinstance(word, str):
-            raise SystemOutputError(f"{where} returned word {i} without a string 'word'")
-        try:
-            fstart, fend = float(start), float(end)
-            fprob = None if prob is None else float(prob)
-        except (TypeError, ValueError):
-            raise SystemOutputError(
-                f"{where} returned word {i} ({word!r}) without numeric start/end"
-            ) from None
-        if not (math.isfinite(fstart) and math.isfinite(fend)):
-            raise SystemOutputError(f"{where} returned word {i} ({word!r}) with non-finite times")
-        out.append(Word(word, fstart, fend, fprob))
-    return out
-
-
-def _excerpt(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class CallableTranscriber:

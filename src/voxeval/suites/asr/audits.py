@@ -30,7 +30,7 @@ import random
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,12 +154,17 @@ def _realise(ref: list[str], hyp: list[str]) -> tuple[list[str], list[str]]:
     return at, [" ".join(g) for g in gaps]
 
 
-def _top(values: Iterable[str]) -> tuple[str, int]:
-    counts = Counter(values)
-    if not counts:
-        return (_NOTHING, 0)
-    # most_common is stable for ties (first seen wins); ties cannot reach a supermajority > 0.5
-    return counts.most_common(1)[0]
+def _top(counts: Counter[str], without: str | None = None) -> tuple[str, int]:
+    """The most frequent value and its count, optionally with one vote for ``without`` removed.
+
+    Ties go to the first value seen; a tie can never reach a supermajority above 0.5.
+    """
+    best, best_n = _NOTHING, 0
+    for value, n in counts.items():
+        n -= int(value == without)
+        if n > best_n:
+            best, best_n = value, n
+    return best, best_n
 
 
 def consensus_dissent(
@@ -243,10 +248,11 @@ def consensus_dissent(
         for kind, pos, ref_word, said in slots:
             dissent_for: list[str] = []
             consensus = ""
+            votes = Counter(said[v] for v in members)
+            n_voters = len(members) - 1 if leave_one_out else len(members)
             for s in members:
-                voters = [v for v in members if v != s] if leave_one_out else members
-                top, count = _top(said[v] for v in voters)
-                is_point = top != ref_word and count / len(voters) >= supermajority
+                top, count = _top(votes, said[s] if leave_one_out else None)
+                is_point = top != ref_word and count / n_voters >= supermajority
                 if is_point:
                     dissent_for.append(s)
                     consensus = top

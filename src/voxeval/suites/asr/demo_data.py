@@ -166,7 +166,7 @@ def build_demo_dataset(
     seed: int = 0,
     progress: Progress | None = None,
     espeak_voices: Sequence[str] = DEFAULT_ESPEAK_VOICES,
-    n_condition_sources: int = 8,
+    n_condition_sources: int = 6,
     snrs: Sequence[float] = (10, 0),
     conversations: int = 2,
     force: bool = False,

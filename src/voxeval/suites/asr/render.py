@@ -106,20 +106,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append("\n## Rank stability\n")
     out.append(_rank_md(report.get("rank_stability", {})))
     out.append("\n## Audits\n")
-    for name, audit in (report.get("audits") or {}).items():
-        if not isinstance(audit, dict):
-            continue
-        status = audit.get("status")
-        out.append(f"\n### {name}\n")
-        if status != "ok":
-            out.append(f"Not run: {audit.get('reason', status)}\n")
-            continue
-        rows = audit.get("systems") or audit.get("rows") or []
-        if isinstance(rows, dict):
-            rows = [{"system": k, **v} for k, v in rows.items() if isinstance(v, dict)]
+    for title, text, headers, rows in audit_tables(report.get("audits") or {}):
+        out.append(f"\n### {title}\n")
+        if text:
+            out.append(text + "\n")
         if rows:
-            keys = [k for k in rows[0] if not isinstance(rows[0][k], dict | list)]
-            out.append(md_table(keys, [[r.get(k) for k in keys] for r in rows]))
+            out.append(md_table(headers, rows))
     if report.get("malformed_record_lines"):
         out.append(
             f"\n{len(report['malformed_record_lines'])} malformed record line(s) were skipped.\n"
@@ -312,21 +304,85 @@ def _rank_html(rs: dict[str, Any]) -> str:
 
 def _audits_html(audits: dict[str, Any]) -> str:
     out = []
-    for name, audit in audits.items():
+    for title, text, headers, rows in audit_tables(audits):
+        out.append(f"<h3>{esc(title)}</h3>")
+        if text:
+            out.append(f"<p>{esc(text)}</p>")
+        if rows:
+            out.append(table(headers, rows))
+    return "".join(out) or "<p class='muted'>No audits.</p>"
+
+
+AUDIT_TITLES = {
+    "consensus": "Consensus dissent",
+    "masking": "Audio masking",
+    "orthographic": "Orthographic switch",
+    "synthetic": "Synthetic speech gap",
+}
+AUDIT_COLUMNS = {
+    "consensus": [
+        "system",
+        "items",
+        "dissent_points",
+        "reproduced",
+        "rate",
+        "ci_lo",
+        "ci_hi",
+        "followed_consensus",
+        "agreement_elsewhere",
+        "flagged",
+    ],
+    "masking": ["system", "n", "heard", "rate", "ci_lo", "ci_hi", "n_skipped"],
+    "synthetic": ["system", "n", "wer_real", "wer_synth", "gap", "ci_lo", "ci_hi", "p_value"],
+}
+
+
+def audit_tables(audits: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[Any]]]]:
+    """(title, text, headers, rows) per audit, shared by the Markdown and HTML views."""
+    out: list[tuple[str, str, list[str], list[list[Any]]]] = []
+    for name, title in AUDIT_TITLES.items():
+        audit = audits.get(name)
         if not isinstance(audit, dict):
             continue
-        out.append(f"<h3>{esc(name)}</h3>")
         if audit.get("status") != "ok":
-            out.append(
-                f"<p class='muted'>Not run: {esc(audit.get('reason', audit.get('status')))}</p>"
-            )
+            out.append((title, f"Not run: {audit.get('reason', audit.get('status'))}", [], []))
             continue
-        if audit.get("description"):
-            out.append(f"<p>{esc(audit['description'])}</p>")
-        rows = audit.get("systems") or audit.get("rows") or []
-        if isinstance(rows, dict):
-            rows = [{"system": k, **v} for k, v in rows.items() if isinstance(v, dict)]
-        if rows:
-            keys = [k for k in rows[0] if not isinstance(rows[0][k], dict | list)]
-            out.append(table(keys, [[r.get(k) for k in keys] for r in rows]))
-    return "".join(out) or "<p class='muted'>No audits.</p>"
+        text = str(audit.get("formula") or "")
+        if audit.get("rule"):
+            text += f" Rule: {audit['rule']}."
+        systems = audit.get("systems") or []
+        if name == "orthographic":
+            headers = [
+                "system",
+                "convention",
+                "reference arm",
+                "n",
+                "followed",
+                "rate",
+                "ci_lo",
+                "ci_hi",
+                "switch index",
+            ]
+            rows = []
+            for srow in systems:
+                for conv, c in (srow.get("conventions") or {}).items():
+                    for arm, a in (c.get("arms") or {}).items():
+                        if a.get("n"):
+                            rows.append(
+                                [
+                                    srow["system"],
+                                    conv,
+                                    arm,
+                                    a["n"],
+                                    a["followed"],
+                                    a["rate"],
+                                    a["ci_lo"],
+                                    a["ci_hi"],
+                                    c.get("switch_index"),
+                                ]
+                            )
+            out.append((title, text, headers, rows))
+            continue
+        cols = AUDIT_COLUMNS[name]
+        out.append((title, text, cols, [[srow.get(c) for c in cols] for srow in systems]))
+    return out

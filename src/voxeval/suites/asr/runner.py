@@ -24,7 +24,7 @@ from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.asr.wer import score_text
-from voxeval.systems.base import Transcript
+from voxeval.systems.base import coerce_transcript
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -59,16 +59,6 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
-
-
-def _coerce(result: Any) -> Transcript:
-    if isinstance(result, Transcript):
-        if not isinstance(result.text, str):
-            raise SystemOutputError(f"transcript text is {type(result.text).__name__}, not str")
-        return result
-    if isinstance(result, str):
-        return Transcript(text=result)
-    raise SystemOutputError(f"system returned {type(result).__name__}, expected a Transcript")
 
 
 class TranscribeWorker:
@@ -138,7 +128,7 @@ class TranscribeWorker:
         t0 = time.perf_counter()
         try:
             result = _call_with_timeout(lambda: system.transcribe(audio.samples), self.timeout)
-            transcript = _coerce(result)
+            transcript = coerce_transcript(result, where=self.spec)
         except _Hung:
             self.system = None  # the hung call may still hold it; build a fresh one next time
             return error_record(

@@ -49,10 +49,19 @@ _TITLE: Final = re.compile(
     r"\b(?:" + "|".join(sorted(WHISPER_TITLES, key=len, reverse=True)) + r")\b"
 )
 _DIGIT_COMMA_DIGIT: Final = re.compile(r"(\d),(\d)")
-_PERIOD_NOT_BEFORE_DIGIT: Final = re.compile(r"\.([^0-9]|$)")
-_SYMBOL_NOT_BEFORE_DIGIT: Final = re.compile(r"[.$¢€£]([^0-9])")
-_PERCENT_NOT_AFTER_DIGIT: Final = re.compile(r"([^0-9])%")
 _WHITESPACE_RUN: Final = re.compile(r"\s+")
+
+# The three rules below consume the character next to the one they replace, so that character
+# cannot start (or end) another match. That only matters when two candidates touch ("..",
+# "$.", "%%"); otherwise a lookaround form, which needs no replacement template, is equivalent
+# and several times faster.
+_PERIOD_NOT_BEFORE_DIGIT: Final = re.compile(r"\.([^0-9]|$)")
+_PERIOD_NOT_BEFORE_DIGIT_FAST: Final = re.compile(r"\.(?![0-9])")
+_SYMBOL_NOT_BEFORE_DIGIT: Final = re.compile(r"[.$¢€£]([^0-9])")
+_SYMBOL_NOT_BEFORE_DIGIT_FAST: Final = re.compile(r"[.$¢€£](?=[^0-9])")
+_SYMBOLS_TOUCHING: Final = re.compile(r"[.$¢€£]{2}")
+_PERCENT_NOT_AFTER_DIGIT: Final = re.compile(r"([^0-9])%")
+_PERCENT_NOT_AFTER_DIGIT_FAST: Final = re.compile(r"(?<=[^0-9])%")
 
 #: Characters that survive step 5 although they are punctuation or symbols.
 NUMERIC_SYMBOLS: Final = ".%$¢€£"
@@ -202,10 +211,13 @@ class EnglishNormalizer:
             for needle, pattern, repl in self._clitics:
                 if needle in s:
                     s = pattern.sub(repl, s)
-        if "," in s:
+        if "," in s and _DIGIT_COMMA_DIGIT.search(s):
             s = _DIGIT_COMMA_DIGIT.sub(r"\1\2", s)
         if "." in s:
-            s = _PERIOD_NOT_BEFORE_DIGIT.sub(r" \1", s)
+            if ".." in s:
+                s = _PERIOD_NOT_BEFORE_DIGIT.sub(r" \1", s)
+            else:
+                s = _PERIOD_NOT_BEFORE_DIGIT_FAST.sub(" ", s)
         s = strip_symbols(s)
         if self._compound_probe is not None and self._compound_probe.search(s):
             for pattern, joined in self._compounds:
@@ -220,17 +232,28 @@ class EnglishNormalizer:
         if self._collapse:
             s = collapse_letter_runs(s)
 
-        replaced = 0
-        for char in _FINAL_SYMBOLS:
-            if char in s:
+        return _drop_stray_symbols(s)
+
+
+def _drop_stray_symbols(s: str) -> str:
+    """Step 10: ``. $ ¢ € £`` not before a digit and ``%`` not after one become spaces."""
+    replaced = 0
+    for char in _FINAL_SYMBOLS:
+        if char in s:
+            if _SYMBOLS_TOUCHING.search(s):
                 s, replaced = _SYMBOL_NOT_BEFORE_DIGIT.subn(r" \1", s)
-                break
-        if "%" in s:
+            else:
+                s, replaced = _SYMBOL_NOT_BEFORE_DIGIT_FAST.subn(" ", s)
+            break
+    if "%" in s:
+        if "%%" in s:
             s, count = _PERCENT_NOT_AFTER_DIGIT.subn(r"\1 ", s)
-            replaced += count
-        if replaced:
-            s = _WHITESPACE_RUN.sub(" ", s)
-        return s
+        else:
+            s, count = _PERCENT_NOT_AFTER_DIGIT_FAST.subn(" ", s)
+        replaced += count
+    if replaced:
+        s = _WHITESPACE_RUN.sub(" ", s)
+    return s
 
 
 def _compose_word_maps(

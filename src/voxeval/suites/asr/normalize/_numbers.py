@@ -130,6 +130,7 @@ TRIGGER_WORDS: Final = NUMBER_WORDS - {"and"}
 
 _NUMERIC = re.compile(r"\d+(?:\.\d+)?")  # used with fullmatch
 _ANY_DIGIT = re.compile(r"\d")
+_ASCII_DIGIT = re.compile(r"[0-9]")
 _AND_A_HALF = re.compile(r"\band\s+a\s+half\b")
 _LETTER_DIGIT = re.compile(r"([a-z])([0-9])")
 _DIGIT_LETTER = re.compile(r"([0-9])([a-z])")
@@ -396,15 +397,17 @@ def convert_numbers(text: str) -> str:
 
     if "half" in text:
         text = _split_and_a_half(text)
-    text = _LETTER_DIGIT.sub(r"\1 \2", text)
-    text = _DIGIT_LETTER.sub(r"\1 \2", text)
-    text = _DIGIT_SPACE_SUFFIX.sub(r"\1\2", text)
+    if _ASCII_DIGIT.search(text):  # the three rules need an ASCII digit
+        text = _LETTER_DIGIT.sub(r"\1 \2", text)
+        text = _DIGIT_LETTER.sub(r"\1 \2", text)
+        text = _DIGIT_SPACE_SUFFIX.sub(r"\1\2", text)
 
     text = " ".join(_Converter().run(text.split()))
 
     if "¢" in text:
         text = _CURRENCY_AND_CENTS.sub(_cents_joined, text)
-    text = _CURRENCY_ZERO_CENTS.sub(_cents_only, text)
+    if "0" in text:
+        text = _CURRENCY_ZERO_CENTS.sub(_cents_only, text)
     if "1" in text:
         text = _LONE_ONE.sub(r"one\1", text)
     return text
