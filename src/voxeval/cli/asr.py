@@ -218,6 +218,108 @@ def build_conditions_cmd(
     print_result_path(path)
 
 
+@asr.command("build-masking")
+@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--words-from",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A run whose records carry word timestamps (default: run faster-whisper now).",
+)
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--per-item", default=1, show_default=True, type=click.IntRange(1, 20))
+@click.option("--seed", default=0, show_default=True)
+def build_masking_cmd(
+    manifest: Path, words_from: Path | None, out: Path, per_item: int, seed: int
+) -> None:
+    """Audio-masking audit set: copies with one content word silenced (-60 dBFS dither).
+
+    OUT/masking.jsonl holds the source items and their masked copies; run your systems on
+    it and the report's audit section says how often each still outputs the silenced word.
+    """
+    from voxeval.core.items import load_manifest, write_manifest
+    from voxeval.suites.asr.audits import build_masked_items
+
+    items = load_manifest(manifest)
+    times, source = _word_times(items, words_from)
+    masked = build_masked_items(
+        items, times, out, per_item=per_item, seed=seed, timestamps_from=source
+    )
+    path = Path(out) / "masking.jsonl"
+    write_manifest([*items, *masked], path)
+    click.echo(
+        f"{len(masked)} masked items from {len(items)} sources (word times: {source})", err=True
+    )
+    print_result_path(path)
+
+
+@asr.command("build-synthetic")
+@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--tts",
+    default="piper",
+    show_default=True,
+    help="Synthesizer spec (piper[:VOICE], espeak-ng[:VOICE]).",
+)
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
+def build_synthetic_cmd(manifest: Path, tts: str, out: Path) -> None:
+    """Synthetic-speech-gap audit set: TTS renderings of each reference beside the real audio.
+
+    OUT/synthetic.jsonl holds the real items and their renderings; the report compares WER
+    on the two over the same sources (paired bootstrap).
+    """
+    from voxeval.core.items import load_manifest, write_manifest
+    from voxeval.core.registry import REGISTRY
+    from voxeval.suites.asr.audits import build_synthetic_items
+
+    items = load_manifest(manifest)
+    synth = REGISTRY.build("synthesize", tts)
+    synth.load()
+    with progress_bar() as progress:
+        task = progress.add_task(f"synthesize ({tts})", total=len(items), status="")
+        built = build_synthetic_items(
+            items,
+            synth,
+            out,
+            tts_spec=tts,
+            progress=lambda done, total, _id: progress.update(task, completed=done),
+        )
+    path = Path(out) / "synthetic.jsonl"
+    write_manifest([*items, *built], path)
+    print_result_path(path)
+
+
+def _word_times(
+    items: list[Any], run_dir: Path | None
+) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """Word timestamps per item id: from a run's records, or by running faster-whisper now."""
+    if run_dir is not None:
+        from voxeval.core.runstore import RunStore
+
+        store = RunStore.open(run_dir)
+        times: dict[str, list[dict[str, Any]]] = {}
+        source = ""
+        for rec in store.load_records().records:
+            words = rec.output.get("words")
+            if rec.status == "ok" and words and rec.id not in times:
+                times[rec.id] = words
+                source = rec.system
+        return times, f"{store.run_id}:{source}"
+    from voxeval.core.audio import load_audio
+    from voxeval.core.registry import REGISTRY
+
+    engine = REGISTRY.build("transcribe", "faster-whisper")
+    engine.load()
+    times = {}
+    with progress_bar() as progress:
+        task = progress.add_task("word times (faster-whisper)", total=len(items), status="")
+        for item in items:
+            if item.audio_filepath:
+                words = engine.transcribe(load_audio(item.audio_filepath).samples).words or []
+                times[item.id] = [{"word": w.word, "start": w.start, "end": w.end} for w in words]
+            progress.advance(task)
+    return times, "faster-whisper"
+
+
 def _summary(run_dir: Path) -> None:
     import json
 
