@@ -27,7 +27,21 @@ def test_masking_set_and_report(tmp_path: Path, data_dir: Path) -> None:
     masked = [i for i in items if i.labels.get("audit") == "masking"]
     assert len(items) - len(masked) == 4 and 1 <= len(masked) <= 4
     assert all(i.labels["masked_word"] and Path(i.audio_filepath or "").exists() for i in masked)
-    run = Path(_invoke(["asr", "run", "-m", str(masking), "-s", "faster-whisper", "--out", str(tmp_path / "r"), "--no-progress"]))
+    run = Path(
+        _invoke(
+            [
+                "asr",
+                "run",
+                "-m",
+                str(masking),
+                "-s",
+                "faster-whisper",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+            ]
+        )
+    )
     report = json.loads((run / "report.json").read_text())
     assert report["n_audit_items"] == len(masked) and report["n_items"] == 4
     audit = report["audits"]["masking"]
@@ -43,8 +57,23 @@ def test_synthetic_set_with_espeak(tmp_path: Path, data_dir: Path) -> None:
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech",), limit=2)
-    path = Path(_invoke(["asr", "build-synthetic", "-m", str(m), "--tts", "espeak-ng:en-us", "--out", str(tmp_path / "syn")]))
+    path = Path(
+        _invoke(
+            [
+                "asr",
+                "build-synthetic",
+                "-m",
+                str(m),
+                "--tts",
+                "espeak-ng:en-us",
+                "--out",
+                str(tmp_path / "syn"),
+            ]
+        )
+    )
     items = load_manifest(path)
     synth = [i for i in items if i.labels.get("audit") == "synthetic"]
-    assert len(synth) == 2 and {i.labels["source_item"] for i in synth} == {i.id for i in items if not i.labels.get("audit")}
+    assert len(synth) == 2 and {i.labels["source_item"] for i in synth} == {
+        i.id for i in items if not i.labels.get("audit")
+    }
     assert all(i.labels["tts"] == "espeak-ng:en-us" for i in synth)

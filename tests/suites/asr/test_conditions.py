@@ -94,8 +94,12 @@ def test_mix_is_deterministic_per_seed() -> None:
 
 def test_active_level_ignores_pauses() -> None:
     speech = clip(CLEAN)
-    padded = np.concatenate([np.zeros(32000, np.float32), speech.samples, np.zeros(32000, np.float32)])
-    assert abs(active_speech_level(padded, 16000) - active_speech_level(speech.samples, 16000)) < 0.2
+    padded = np.concatenate(
+        [np.zeros(32000, np.float32), speech.samples, np.zeros(32000, np.float32)]
+    )
+    assert (
+        abs(active_speech_level(padded, 16000) - active_speech_level(speech.samples, 16000)) < 0.2
+    )
     mask = active_mask(padded, 16000)
     assert not mask[:90].any() and mask.any()
 
@@ -246,7 +250,9 @@ def test_build_conditions_real_items(tmp_path: Path) -> None:
     other = build_conditions(items[:1], tmp_path / "c", **kwargs | {"conversations": 0})  # type: ignore[arg-type]
     first_noise = next(i for i in other if i.labels.get("background") == "noise")
     same_id = next(i for i in out if i.id == first_noise.id)
-    assert not filecmp.cmp(first_noise.audio_filepath or "", same_id.audio_filepath or "", shallow=False)
+    assert not filecmp.cmp(
+        first_noise.audio_filepath or "", same_id.audio_filepath or "", shallow=False
+    )
 
     # the items round-trip through a manifest
     write_manifest(out, tmp_path / "conditions.jsonl")

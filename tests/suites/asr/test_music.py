@@ -26,7 +26,9 @@ DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 def spectral_flatness(x: np.ndarray, sr: int = 16000) -> float:
     """Median over 2048-sample frames of geometric / arithmetic mean power (80-2000 Hz)."""
     n, hop = 2048, 512
-    frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(n)
+    frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(
+        n
+    )
     power = np.abs(np.fft.rfft(frames, axis=1)) ** 2 + 1e-12
     f = np.fft.rfftfreq(n, 1 / sr)
     band = (f >= 80) & (f <= 2000)
@@ -40,7 +42,9 @@ def on_note_fraction(x: np.ndarray, sr: int = 16000, cents: float = 25.0) -> flo
     For a flat spectrum this is about ``2 * cents / 100`` (0.5 for 25 cents).
     """
     n, hop = 8192, 2048
-    frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(n)
+    frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(
+        n
+    )
     spec = (np.abs(np.fft.rfft(frames, axis=1)) ** 2).mean(axis=0)
     f = np.fft.rfftfreq(n, 1 / sr)
     band = (f >= 250) & (f <= 2500)

@@ -46,7 +46,6 @@ DEMO_VERSION = "1"
 DATASET_NAME = "voxeval-asr-demo"
 CLEAN_LEVEL_DBFS = -26.0
 PAD_S = 0.2
-PIPER_SPEC = "piper"
 DEFAULT_ESPEAK_VOICES = ("en-us+m7", "en-gb", "en-us+f3")
 
 SENTENCES = (
@@ -127,12 +126,12 @@ def noise_beds(
 
 
 def _build_synthesizers(
-    espeak_voices: Sequence[str],
+    espeak_voices: Sequence[str], piper_spec: str
 ) -> tuple[PiperSynthesizer, EspeakSynthesizer | None, list[str], str | None]:
     from voxeval.systems import piper as piper_mod
 
     try:
-        piper = piper_mod.build(PIPER_SPEC, "synthesize")
+        piper = piper_mod.build(piper_spec, "synthesize")
         piper.load()
     except BackendUnavailable as exc:
         raise BackendUnavailable(
@@ -187,7 +186,8 @@ def build_demo_dataset(
     info_path = out / "demo.info.json"
     n_sentences = max(2, min(n_sentences, len(SENTENCES)))
 
-    piper, espeak, voices, note = _build_synthesizers(espeak_voices)
+    piper_spec = f"piper?seed={seed}"
+    piper, espeak, voices, note = _build_synthesizers(espeak_voices, piper_spec)
     from voxeval.suites.asr.music import music_renderer
 
     renderer = music_renderer()
@@ -245,7 +245,7 @@ def build_demo_dataset(
             item_id = f"s{s_idx:02d}-{vkey}"
             say(f"speaking {item_id}")
             if voice == "piper":
-                spec = PIPER_SPEC
+                spec = piper_spec
                 engine = "piper"
                 voice_label = "piper:en_US-joe-medium"
             else:
