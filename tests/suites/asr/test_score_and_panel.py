@@ -46,15 +46,20 @@ def test_panel_of_prediction_files_runs_consensus_audit(tmp_path: Path) -> None:
         "u2": "she sold the old horse in the spring",
         "u3": "we met at the station at noon",
         "u4": "the children played in the garden until dark",
+        "u5": "turn the colour dial to the left",
+        "u6": "he whispered something to his brother",
     }
     # three distinct engines share a "mishearing" the reference disagrees with; one copies refs
     systems = {
         "engine_a": {"u1": "the quick brown fox jumped over the lazy dog", "u2": "she sold the old horse in spring",
-                     "u3": "we met at the station at new", "u4": "the children played in the garden till dark"},
+                     "u3": "we met at the station at new", "u4": "the children played in the garden till dark",
+                     "u5": "turn the color dial to the left", "u6": "he whispered something to his mother"},
         "engine_b": {"u1": "a quick brown fox jumped over the lazy dog", "u2": "she sold the old horse in spring",
-                     "u3": "we met at the station at noon", "u4": "children played in the garden till dark"},
+                     "u3": "we met at the station at noon", "u4": "children played in the garden till dark",
+                     "u5": "turn the color dial to left", "u6": "he whispered something to his mother"},
         "engine_c": {"u1": "the quick brown fox jumped over a lazy dog", "u2": "she sold an old horse in spring",
-                     "u3": "we met at station at noon", "u4": "the children played in the garden till dark"},
+                     "u3": "we met at station at noon", "u4": "the children played in the garden till dark",
+                     "u5": "turn a color dial to the left", "u6": "he whispered something to his mother"},
         "memoriser": dict(refs),
     }
     files = []
