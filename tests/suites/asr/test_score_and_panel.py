@@ -36,7 +36,11 @@ def test_score_cli_matches_leaderboard_totals_per_set(tmp_path: Path) -> None:
     for name, exp in expected.items():
         o = got[name]
         assert (o["errors"], o["ref_words"]) == (exp["errors"], exp["ref_words"]), name
-        assert (o["sub"], o["del"], o["ins"]) == (exp["substitutions"], exp["deletions"], exp["insertions"])
+        assert (o["sub"], o["del"], o["ins"]) == (
+            exp["substitutions"],
+            exp["deletions"],
+            exp["insertions"],
+        )
         assert o["wer"] == exp["wer"]  # bit-identical: same integers, same division
 
 
@@ -51,21 +55,41 @@ def test_panel_of_prediction_files_runs_consensus_audit(tmp_path: Path) -> None:
     }
     # three distinct engines share a "mishearing" the reference disagrees with; one copies refs
     systems = {
-        "engine_a": {"u1": "the quick brown fox jumped over the lazy dog", "u2": "she sold the old horse in spring",
-                     "u3": "we met at the station at new", "u4": "the children played in the garden till dark",
-                     "u5": "turn the color dial to the left", "u6": "he whispered something to his mother"},
-        "engine_b": {"u1": "a quick brown fox jumped over the lazy dog", "u2": "she sold the old horse in spring",
-                     "u3": "we met at the station at noon", "u4": "children played in the garden till dark",
-                     "u5": "turn the color dial to left", "u6": "he whispered something to his mother"},
-        "engine_c": {"u1": "the quick brown fox jumped over a lazy dog", "u2": "she sold an old horse in spring",
-                     "u3": "we met at station at noon", "u4": "the children played in the garden till dark",
-                     "u5": "turn a color dial to the left", "u6": "he whispered something to his mother"},
+        "engine_a": {
+            "u1": "the quick brown fox jumped over the lazy dog",
+            "u2": "she sold the old horse in spring",
+            "u3": "we met at the station at new",
+            "u4": "the children played in the garden till dark",
+            "u5": "turn the color dial to the left",
+            "u6": "he whispered something to his mother",
+        },
+        "engine_b": {
+            "u1": "a quick brown fox jumped over the lazy dog",
+            "u2": "she sold the old horse in spring",
+            "u3": "we met at the station at noon",
+            "u4": "children played in the garden till dark",
+            "u5": "turn the color dial to left",
+            "u6": "he whispered something to his mother",
+        },
+        "engine_c": {
+            "u1": "the quick brown fox jumped over a lazy dog",
+            "u2": "she sold an old horse in spring",
+            "u3": "we met at station at noon",
+            "u4": "the children played in the garden till dark",
+            "u5": "turn a color dial to the left",
+            "u6": "he whispered something to his mother",
+        },
         "memoriser": dict(refs),
     }
     files = []
     for name, preds in systems.items():
         f = tmp_path / f"{name}.jsonl"
-        f.write_text("".join(json.dumps({"id": i, "text": refs[i], "pred_text": p}) + "\n" for i, p in preds.items()))
+        f.write_text(
+            "".join(
+                json.dumps({"id": i, "text": refs[i], "pred_text": p}) + "\n"
+                for i, p in preds.items()
+            )
+        )
         files.append(str(f))
     run = _invoke(["asr", "score", *files, "--out", str(tmp_path / "r")])
     report = json.loads((run / "report.json").read_text())
@@ -86,8 +110,22 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
     secret = "sk-test-very-secret-123"
     with FakeOpenAIServer(token=secret) as server:
         spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXEVAL_TEST_KEY"
-        run = _invoke(["asr", "run", "-m", str(m), "-s", spec, "--workers", "2", "--out", str(tmp_path / "r"), "--no-progress"],
-                      env={"VOXEVAL_TEST_KEY": secret})
+        run = _invoke(
+            [
+                "asr",
+                "run",
+                "-m",
+                str(m),
+                "-s",
+                spec,
+                "--workers",
+                "2",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+            ],
+            env={"VOXEVAL_TEST_KEY": secret},
+        )
         assert len(server.requests) >= 3
     recs = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
     assert len(recs) == 3 and all(r["status"] == "ok" for r in recs)
@@ -98,6 +136,8 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
     # without the key the server refuses: every item is an error record, the run still ends
     with FakeOpenAIServer(token=secret) as server:
         spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXEVAL_TEST_KEY_ABSENT&retries=0"
-        run2 = _invoke(["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r2"), "--no-progress"])
+        run2 = _invoke(
+            ["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r2"), "--no-progress"]
+        )
     recs2 = [json.loads(x) for x in (run2 / "records.jsonl").read_text().splitlines()]
     assert {r["status"] for r in recs2} == {"error"} and "401" in recs2[0]["error"]["message"]
