@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from voxeval.systems.base import Transcriber, Transcript, Word
+from voxeval.systems.base import Synthesizer, Transcriber, Transcript, Word, coerce_transcript
 
-__all__ = ["Transcriber", "Transcript", "Word"]
+__all__ = ["Synthesizer", "Transcriber", "Transcript", "Word", "coerce_transcript"]

@@ -62,6 +62,23 @@ class Transcriber(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class Synthesizer(Protocol):
+    """The ``synthesize`` capability: text (and an optional voice and style instruction) to
+    audio at ``sample_rate``. Backends that cannot follow instructions say so in ``describe()``.
+    """
+
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def synthesize(
+        self, text: str, voice: str | None = None, instructions: str | None = None
+    ) -> Any: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
 def coerce_transcript(value: Any, where: str = "system") -> Transcript:
     """Turn a ``Transcript``, ``str`` or ``{"text"|"pred_text", "words"?}`` dict into a Transcript.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import filecmp
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -174,7 +175,7 @@ def test_overlap_conversation_real_utterances() -> None:
     )
     main = [t for t in turns if t["kind"] == "turn"]
     assert [t["speaker"] for t in main] == ["p225", "aew", "p225", "aew"]
-    for prev, nxt in zip(main, main[1:], strict=False):
+    for prev, nxt in itertools.pairwise(main):
         assert nxt["start"] < prev["end"]  # overlapped
         assert prev["end"] - nxt["start"] <= 0.9 + 1e-6
     bcs = [t for t in turns if t["kind"] == "backchannel"]

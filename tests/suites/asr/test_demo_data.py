@@ -26,6 +26,7 @@ def build(out: Path, **kw: object) -> Path:
     return demo_data.build_demo_dataset(out, **(SMALL | kw))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_small_demo_set(tmp_path: Path) -> None:
     if find_espeak() is None:
         pytest.skip("espeak-ng not installed: the full voice mix cannot be built")
@@ -79,6 +80,7 @@ def test_small_demo_set(tmp_path: Path) -> None:
     assert manifest.stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_other_seed_changes_the_constructed_audio(tmp_path: Path) -> None:
     a = load_manifest(build(tmp_path / "a", espeak_voices=(), conversations=0))
     b = load_manifest(build(tmp_path / "b", espeak_voices=(), conversations=0, seed=1))

@@ -161,3 +161,20 @@ def test_missing_soundfont_falls_back(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.delenv("VOXEVAL_SOUNDFONT", raising=False)
     info = music_renderer()
     assert info["renderer"] == "builtin" and "soundfont" in info["reason"]
+
+
+def test_failing_fluidsynth_falls_back_in_auto_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_sf2 = tmp_path / "broken.sf2"
+    fake_sf2.write_bytes(b"not a soundfont")
+    fake_bin = tmp_path / "fluidsynth"
+    fake_bin.write_text("#!/bin/sh\necho 'cannot load soundfont' >&2\nexit 1\n")
+    fake_bin.chmod(0o755)
+    monkeypatch.setattr(music.shutil, "which", lambda _name: str(fake_bin))
+    monkeypatch.setattr(music, "_fluidsynth_version", lambda _binary: "fake")
+    audio, info = render_music_info(2.0, style="piano", soundfont=fake_sf2)
+    assert info["renderer"] == "builtin" and "fluidsynth failed" in info["reason"]
+    assert audio.samples.size == 2 * 16000
+    with pytest.raises(BackendUnavailable, match="cannot load soundfont"):
+        render_music(2.0, renderer="fluidsynth", soundfont=fake_sf2)

@@ -13,8 +13,10 @@ from voxeval.suites.asr.normalize import (
     ALIASES,
     NORMALIZERS,
     Normalizer,
+    available_cores,
     get_normalizer,
     normalize_many,
+    pool_workers,
 )
 from voxeval.suites.asr.normalize._spelling import WHISPER_TABLE_SHA256, table_sha256
 from voxeval.suites.asr.normalize._tables import OAL_COMPOUNDS, OAL_FILLERS, WHISPER_FILLERS
@@ -119,6 +121,31 @@ def test_normalize_many_matches_serial_on_dev(oal: Normalizer) -> None:
     assert normalize_many(texts) == serial
     assert normalize_many(texts, workers=1) == serial
     assert normalize_many(texts, workers=2) == serial  # forces a process pool
+
+
+def test_pool_size() -> None:
+    assert pool_workers(10) == 1  # small batches never start a pool
+    assert pool_workers(10, workers=4) == 4
+    assert pool_workers(3, workers=8) == 3
+    assert pool_workers(0, workers=2) == 1
+    assert pool_workers(10**7) == available_cores()
+    texts = ["Dr. Smith's colour", "twenty one", "", "uh ok"]
+    assert normalize_many(texts, workers=3, name="whisper-en") == [
+        get_normalizer("whisper-en")(t) for t in texts
+    ]
+    assert normalize_many([]) == []
+
+
+def test_normalize_many_from_a_threaded_process() -> None:
+    import threading
+
+    texts = ["Mr. Jones paid $5", "it's twenty past six", "colour"] * 10
+    expected = [get_normalizer()(t) for t in texts]
+    result: list[list[str]] = []
+    worker = threading.Thread(target=lambda: result.append(normalize_many(texts, workers=2)))
+    worker.start()
+    worker.join()
+    assert result == [expected]
 
 
 # --------------------------------------------------------------------------------------------

@@ -544,9 +544,15 @@ def render_music_info(
         info = music_renderer(soundfont)
         if renderer == "fluidsynth" and info["renderer"] != "fluidsynth":
             raise BackendUnavailable(f"fluidsynth renderer unavailable: {info['reason']}")
+    samples: np.ndarray | None = None
     if info["renderer"] == "fluidsynth":
-        samples = _render_fluidsynth(piece, sr, info["fluidsynth"], Path(info["soundfont"]))
-    else:
+        try:
+            samples = _render_fluidsynth(piece, sr, info["fluidsynth"], Path(info["soundfont"]))
+        except (BackendUnavailable, OSError, subprocess.TimeoutExpired) as exc:
+            if renderer == "fluidsynth":
+                raise
+            info = {"renderer": "builtin", "reason": f"fluidsynth failed, fell back: {exc}"}
+    if samples is None:
         samples = _render_builtin(piece, sr)
     n = round(duration_s * sr)
     x = np.zeros(n)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
@@ -40,8 +41,10 @@ __all__ = [
     "DEFAULT_NORMALIZER",
     "NORMALIZERS",
     "Normalizer",
+    "available_cores",
     "get_normalizer",
     "normalize_many",
+    "pool_workers",
 ]
 
 DEFAULT_NORMALIZER: Final = "oal-en"
@@ -178,18 +181,22 @@ def normalize_many(
     bounds = [(i, min(i + step, len(items))) for i in range(0, len(items), step)]
     name = norm.name  # canonical, for the workers' registry lookup
     global _SHARED_TEXTS
-    if "fork" in multiprocessing.get_all_start_methods():
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
         # Forked workers see the list as it is when they start: no pickling on the way in.
+        # (Forking is only safe while this process runs a single thread.)
         _SHARED_TEXTS = items
         try:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(n_workers, mp_context=ctx) as pool:
+            fork_ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(n_workers, mp_context=fork_ctx) as pool:
                 futures = [pool.submit(_normalize_range, name, a, b) for a, b in bounds]
                 parts = [f.result() for f in futures]
         finally:
             _SHARED_TEXTS = []
-    else:  # pragma: no cover - platforms without fork
-        with ProcessPoolExecutor(n_workers) as pool:
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
+        ctx = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(n_workers, mp_context=ctx) as pool:
             futures = [pool.submit(_normalize_chunk, name, items[a:b]) for a, b in bounds]
             parts = [f.result() for f in futures]
     return [text for part in parts for text in part]

@@ -1,9 +1,10 @@
 """English text normalizers: Whisper's and the Open ASR Leaderboard's (a superset of it).
 
-Both run the same pipeline on lower-cased text; the leaderboard switches on four extra steps
-and uses its own tables (see ``_tables.py``):
+Both run the same pipeline on lower-cased text. The leaderboard switches on three more steps
+(6, the name folding of 8, and 9) and uses its own tables (see ``_tables.py``):
 
-1. drop ``[...]``/``<...>`` spans, then ``(...)`` spans;
+1. drop ``[...]``/``<...>`` spans (from ``[`` or ``<`` to the next ``]`` or ``>``), then
+   non-empty ``(...)`` spans;
 2. drop filler words (the leaderboard's list is longer);
 3. glue a space-separated apostrophe to its word, expand informal forms (``gonna``), titles
    (``dr`` -> ``doctor``), perfect tenses (``'s been``) and clitics (``n't``, ``'re``, ``'s``,

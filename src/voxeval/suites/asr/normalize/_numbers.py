@@ -6,14 +6,17 @@ is kept here because each changes WER:
 * digit runs read one by one concatenate ("three two one" -> ``321``, "nineteen oh five" ->
   ``1905``), but digits written with spaces do not ("3 2 1" stays three tokens);
 * ``o``/``oh``/``zero`` are digits anywhere ("four o'clock" -> ``40 clock``);
-* "point" with nothing numeric after it disappears, and "point point" keeps only one;
+* "point" followed by a number word that is not a digit word vanishes ("point point five" ->
+  ``.5``); before an ordinary word it stays;
 * "and" after a multiplier disappears ("one hundred and ten" -> ``110``);
 * currency words become a prefix symbol (``$``, ``£``, ``€``, ``¢``), "percent"/"per cent" a
   ``%`` suffix, "minus"/"plus" a ``-``/``+`` prefix -- even before a non-number word
   ("plus and" -> ``+and``);
 * ``1``/``1s`` standing alone are written ``one``/``ones``, also inside ``1.75%`` (``one.75%``);
-* "<number> and a half" becomes ``.5`` after the number; a phrase that *starts* the text with
-  "and a half" loses it;
+* "<number> and a half" becomes ``.5`` after the number; a text that *starts* with "and a
+  half" loses those words;
+* dollars and cents merge ("$2 and ¢7" -> ``$2.07``) and amounts under one become cents
+  (``$0.50`` -> ``¢50``);
 * only "ninth" is missing from the ordinals (Whisper spells it "nineth").
 
 The state machine below is our own code; its rules follow Whisper's ``EnglishNumberNormalizer``.
