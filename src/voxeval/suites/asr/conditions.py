@@ -632,9 +632,6 @@ def _build_conversations(
             "condition": "conversational",
             "constructed": True,
             "speakers": sorted({t["speaker"] for t in turns}),
-            "overlap_s": overlap_s,
-            "n_turns": sum(1 for t in turns if t["kind"] == "turn"),
-            "n_backchannels": sum(1 for t in turns if t["kind"] == "backchannel"),
         }
         if len(accents) == 1:
             labels["accent"] = accents[0]
@@ -644,6 +641,8 @@ def _build_conversations(
             "note": "constructed conversation: separate utterances overlapped, not a recording",
             "sources": [it.id for it, _ in used],
             "overlap_s": overlap_s,
+            "n_turns": sum(1 for t in turns if t["kind"] == "turn"),
+            "n_backchannels": sum(1 for t in turns if t["kind"] == "backchannel"),
             "seed": seed,
             "reference": "texts concatenated in order of start time",
         }

@@ -9,7 +9,7 @@ from typing import Any
 from voxeval.core.items import Item
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.suites.asr.analyses import derived_labels, rank_stability
+from voxeval.suites.asr.analyses import DERIVED_GROUPS, derived_labels, rank_stability
 from voxeval.suites.asr.wer import (
     DEFAULT_NORMALIZER,
     METRICS_VERSION,
@@ -54,16 +54,34 @@ def rescore(records: list[Record], items: dict[str, Item], normalizer: str) -> l
 
 
 def group_keys(items: list[Item]) -> list[str]:
-    """``condition`` first, then label keys (and derived groupings) with 2..50 values."""
-    values: dict[str, set[str]] = defaultdict(set)
+    """``condition`` first, then label keys (and derived groupings) with 1..50 values.
+
+    A key that splits the items exactly like an earlier one (``codec`` = ``channel``,
+    a derived ``background_type`` = ``background``) adds nothing and is left out.
+    """
+    members: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for item in items:
+        members["condition"][item.condition].add(item.id)
         labels = {**item.labels, **derived_labels(item.labels)}
         for key, value in labels.items():
             if key in NON_GROUP_LABELS or isinstance(value, dict | list):
                 continue
-            values[key].add(str(value))
-    keys = sorted(k for k, v in values.items() if 1 <= len(v) <= MAX_GROUP_VALUES)
-    return ["condition", *keys]
+            members[key][str(value)].add(item.id)
+    keys: list[str] = []
+    seen: set[frozenset[frozenset[str]]] = set()
+    derived = set(DERIVED_GROUPS)
+    ordered = ["condition", *sorted(k for k in members if k != "condition" and k not in derived)]
+    ordered += sorted(k for k in members if k in derived)
+    for key in ordered:
+        groups = members[key]
+        if not 1 <= len(groups) <= MAX_GROUP_VALUES:
+            continue
+        partition = frozenset(frozenset(ids) for ids in groups.values())
+        if partition in seen:
+            continue
+        seen.add(partition)
+        keys.append(key)
+    return keys
 
 
 def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) -> dict[str, Any]:

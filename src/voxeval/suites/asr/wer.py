@@ -80,8 +80,9 @@ def aggregate(
 ) -> dict[str, Any]:
     """Corpus WER/CER of a group with S/D/I, n, and a 95 % bootstrap CI.
 
-    The CI resamples speakers when every utterance has one and there are at least two
-    (``ci_unit = speaker``), otherwise utterances. ``n`` counts utterances in the WER
+    The CI resamples speakers; an utterance without a speaker is its own cluster
+    (``ci_unit`` says which: speaker, utterance or speaker+utterance). One cluster gives
+    a zero-width interval. ``n`` counts utterances in the WER
     denominator; ``n_empty_ref`` those kept out; ``n_failed`` records that were not ok.
     RTFx = total audio seconds / total compute seconds over the same utterances.
     """
@@ -94,9 +95,11 @@ def aggregate(
     errors = sub + dele + ins
     char_err = sum(int(s.metrics.get("char_errors", 0)) for s in rows)
     ref_chars = sum(int(s.metrics.get("ref_chars", 0)) for s in rows)
-    speakers = [s.speaker for s in rows]
-    by_speaker = all(sp for sp in speakers) and len(set(speakers)) >= 2
-    clusters: list[object] | None = list(speakers) if by_speaker else None
+    clusters = [s.speaker or f"utterance:{s.id}" for s in rows]
+    known = sum(1 for s in rows if s.speaker)
+    ci_unit = (
+        "speaker" if known == len(rows) else ("utterance" if known == 0 else "speaker+utterance")
+    )
     lo, hi = bootstrap_ratio_ci(
         [int(s.metrics["sub"]) + int(s.metrics["del"]) + int(s.metrics["ins"]) for s in rows],
         [int(s.metrics["ref_words"]) for s in rows],
@@ -110,8 +113,8 @@ def aggregate(
         "wer": errors / ref_words if ref_words else math.nan,
         "ci_lo": lo,
         "ci_hi": hi,
-        "ci_unit": "speaker" if by_speaker else "utterance",
-        "n_clusters": len(set(speakers)) if by_speaker else len(rows),
+        "ci_unit": ci_unit,
+        "n_clusters": len(set(clusters)),
         "sub": sub,
         "del": dele,
         "ins": ins,
