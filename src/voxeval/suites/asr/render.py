@@ -80,7 +80,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append(
         f"Normalizer `{norm['name']}` ({norm['version']}), metrics `{report['metrics_version']}`, "
         f"{report['n_items']} items. WER is corpus-level (errors / reference words) per group; "
-        "CIs are 95 % bootstrap over speakers where known, else utterances.\n"
+        "CIs are 95 % bootstrap over speakers (utterances without a speaker are their own "
+        "cluster; one-speaker groups resample utterances, see CI unit).\n"
     )
     for note in report.get("notes", []):
         out.append(f"> {note}\n")
@@ -150,7 +151,8 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
         f"({esc(norm['version'])}) · metrics <code>{esc(report['metrics_version'])}</code> · "
         f"{report['n_items']} items · generated {esc(report.get('generated_at'))}</p>",
         "<p>WER is corpus-level per group (sum of errors / sum of reference words after normalization); "
-        "95 % CIs are bootstrap over speakers where every utterance names one, else utterances. "
+        "95 % CIs are bootstrap over speakers (an utterance without a speaker counts as its own cluster; "
+        "a group with one speaker resamples that speaker's utterances, see the CI unit column). "
         "Failed items are counted and kept out of the denominators, never scored as zero.</p>",
     ]
     body += [f"<div class='note'>{esc(n)}</div>" for n in report.get("notes", [])]

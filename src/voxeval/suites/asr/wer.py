@@ -81,8 +81,9 @@ def aggregate(
     """Corpus WER/CER of a group with S/D/I, n, and a 95 % bootstrap CI.
 
     The CI resamples speakers; an utterance without a speaker is its own cluster
-    (``ci_unit`` says which: speaker, utterance or speaker+utterance). One cluster gives
-    a zero-width interval. ``n`` counts utterances in the WER
+    (``ci_unit`` says which: speaker, utterance or speaker+utterance). A group with a
+    single speaker resamples its utterances (``utterance (1 speaker)``): that interval
+    speaks for this talker only. ``n`` counts utterances in the WER
     denominator; ``n_empty_ref`` those kept out; ``n_failed`` records that were not ok.
     RTFx = total audio seconds / total compute seconds over the same utterances.
     """
@@ -100,6 +101,10 @@ def aggregate(
     ci_unit = (
         "speaker" if known == len(rows) else ("utterance" if known == 0 else "speaker+utterance")
     )
+    if len(set(clusters)) == 1 and len(rows) > 1:
+        # One talker: nothing can be said across speakers; resample that talker's utterances.
+        clusters = [f"utterance:{s.id}" for s in rows]
+        ci_unit = "utterance (1 speaker)"
     lo, hi = bootstrap_ratio_ci(
         [int(s.metrics["sub"]) + int(s.metrics["del"]) + int(s.metrics["ins"]) for s in rows],
         [int(s.metrics["ref_words"]) for s in rows],
