@@ -208,7 +208,12 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, data_dir: Path
             assert json.loads(kept[r["id"]]) == r
 
     def strip(rs: list[dict]) -> dict:
-        return {r["id"]: (r["status"], r["output"], r["metrics"]) for r in rs}
+        # system_info rides on the first record after each model load: not a result
+        out = {}
+        for r in rs:
+            output = {k: v for k, v in r["output"].items() if k != "system_info"}
+            out[r["id"]] = (r["status"], output, r["metrics"])
+        return out
 
     assert strip(after) == strip(_records(ref_run))
     info = RunStore.open(resumed).info()
@@ -270,3 +275,37 @@ def test_compare_two_runs(tmp_path: Path, data_dir: Path) -> None:
     o = c["overall"]
     assert abs(o["diff"] - (o["a"] - o["b"])) < 1e-12 and o["ci_lo"] <= o["diff"] <= o["ci_hi"]
     assert c["ci_unit"] == "speaker"
+
+
+def test_process_executor_gives_same_records_and_load_info(tmp_path: Path, data_dir: Path) -> None:
+    m = make_manifest(tmp_path / "m.jsonl", ("read_speech",), limit=6)
+    runs = {}
+    for kind, workers in (("thread", 1), ("process", 2)):
+        code, out, _ = _run(
+            [
+                "asr",
+                "run",
+                "-m",
+                str(m),
+                "-s",
+                ENGINE,
+                "--executor",
+                kind,
+                "--workers",
+                str(workers),
+                "--out",
+                str(tmp_path / kind),
+                "--no-progress",
+            ]
+        )
+        assert code == 0
+        runs[kind] = Path(out.strip().splitlines()[-1])
+    by = {k: {r["id"]: r for r in _records(v)} for k, v in runs.items()}
+    assert set(by["thread"]) == set(by["process"]) and len(by["thread"]) == 6
+    for i, r in by["thread"].items():
+        assert r["output"]["pred_text"] == by["process"][i]["output"]["pred_text"]
+        assert r["metrics"] == by["process"][i]["metrics"]
+    loads = [r for r in by["process"].values() if "load_s" in r["timing"]]
+    assert 1 <= len(loads) <= 2 and all("system_info" in r["output"] for r in loads)
+    info = RunStore.open(runs["process"]).info()["systems"][ENGINE]
+    assert info["loads"] == len(loads) and info["load_s"] >= 0

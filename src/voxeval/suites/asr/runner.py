@@ -8,6 +8,7 @@ happen before the first item and are reported separately (``run.json`` ``systems
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -62,17 +63,20 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
 
 
 class TranscribeWorker:
-    """One system instance per worker. A hang poisons the instance: the next item gets a new one."""
+    """One system instance per worker. A hang poisons the instance: the next item gets a new one.
 
-    def __init__(
-        self, spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]
-    ):
+    The first record after each (re)load carries ``timing.load_s`` and ``timing.warmup_s``
+    and ``output.system_info`` (the backend's ``describe()``), so load costs reach the run
+    directory from thread and process workers alike.
+    """
+
+    def __init__(self, spec: str, normalizer: str, timeout: float | None) -> None:
         self.spec = spec
         self.normalizer = normalizer
         self.timeout = timeout
         self.system: Any = None
         self.load_error: VoxevalError | Exception | None = None
-        self.load_info = load_info
+        self.pending_load: dict[str, Any] | None = None
 
     def _ensure_loaded(self) -> None:
         if self.system is not None or self.load_error is not None:
@@ -87,12 +91,15 @@ class TranscribeWorker:
             )
             t2 = time.perf_counter()
             self.system = system
-            self.load_info.setdefault("load_s", round(t1 - t0, 4))
-            self.load_info.setdefault("warmup_s", round(t2 - t1, 4))
             try:
-                self.load_info.setdefault("describe", system.describe())
+                described = system.describe()
             except Exception as exc:  # describe is informative only
-                self.load_info.setdefault("describe", {"error": str(exc)})
+                described = {"error": str(exc)}
+            self.pending_load = {
+                "load_s": round(t1 - t0, 4),
+                "warmup_s": round(t2 - t1, 4),
+                "system_info": described,
+            }
         except _Hung:
             self.load_error = TimeoutError(f"system load/warm-up exceeded {self.timeout} s")
         except Exception as exc:
@@ -156,6 +163,11 @@ class TranscribeWorker:
             "audio_s": round(audio.duration, 6),
             "wall_s": round(time.perf_counter() - wall0, 6),
         }
+        if self.pending_load is not None:
+            rec.timing["load_s"] = self.pending_load["load_s"]
+            rec.timing["warmup_s"] = self.pending_load["warmup_s"]
+            rec.output["system_info"] = self.pending_load["system_info"]
+            self.pending_load = None
         if item.text is None:
             rec.status = "unscored"
             rec.error = {"kind": "no_reference", "message": "item has no reference text"}
@@ -200,18 +212,18 @@ def run_systems(
             continue
         ex = make_executor(executor, workers)
         t0 = time.perf_counter()
-        for rec in ex.map_unordered(_worker_factory(spec, normalizer, timeout, load_info), tasks):
+        loads: list[float] = []
+        factory = functools.partial(TranscribeWorker, spec, normalizer, timeout)  # picklable
+        for rec in ex.map_unordered(factory, tasks):
+            if "load_s" in rec.timing:
+                loads.append(rec.timing["load_s"] + rec.timing.get("warmup_s", 0.0))
+                load_info.setdefault("load_s", rec.timing["load_s"])
+                load_info.setdefault("warmup_s", rec.timing.get("warmup_s"))
+                load_info.setdefault("describe", rec.output.get("system_info"))
             store.append(rec)
             if on_record:
                 on_record(rec)
         load_info["loop_wall_s"] = round(time.perf_counter() - t0, 4)
+        load_info["loads"] = len(loads)
+        load_info["load_total_s"] = round(sum(loads), 4)
     return info
-
-
-def _worker_factory(
-    spec: str, normalizer: str, timeout: float | None, load_info: dict[str, Any]
-) -> Callable[[], TranscribeWorker]:
-    def make() -> TranscribeWorker:
-        return TranscribeWorker(spec, normalizer, timeout, load_info)
-
-    return make
