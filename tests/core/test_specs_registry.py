@@ -53,3 +53,20 @@ def test_suites_registered() -> None:
     assert "asr" in {s.name for s in reg.suites()}
     with pytest.raises(SpecError, match="Known"):
         reg.suite("asx")
+
+
+def test_typed_options() -> None:
+    s = parse_spec("x?n=3&f=0.5&b=yes&e=")
+    assert s.int_option("n", 1, lo=1) == 3 and s.float_option("f", 0.0) == 0.5
+    assert s.bool_option("b", False) is True and s.int_option("e", 7) == 7
+    assert s.int_option("missing", 9) == 9
+    with pytest.raises(SpecError, match="must be >= 5"):
+        s.int_option("n", 1, lo=5)
+    with pytest.raises(SpecError, match="outside 0..1"):
+        parse_spec("x?f=2").float_option("f", 0.0, lo=0, hi=1)
+    with pytest.raises(SpecError, match="not an integer"):
+        s.int_option("f", 1)
+    with pytest.raises(SpecError, match="not a boolean"):
+        parse_spec("x?b=maybe").bool_option("b", True)
+    with pytest.raises(SpecError, match="unknown x option"):
+        s.check_options({"n", "f"})

@@ -125,36 +125,18 @@ def parse_wav_stream(data: bytes) -> Audio:
     raise SystemOutputError("espeak-ng WAV stream has no data chunk")
 
 
-def _int_option(spec: SystemSpec, key: str, default: int, lo: int, hi: int) -> int:
-    value = spec.option(key)
-    if value is None or value == "":
-        return default
-    try:
-        number = int(float(value))
-    except ValueError:
-        raise InputError(f"option {key}={value!r} in spec {spec.raw!r} is not a number") from None
-    if not lo <= number <= hi:
-        raise InputError(f"option {key}={number} in spec {spec.raw!r} is outside {lo}..{hi}")
-    return number
-
-
 class EspeakSynthesizer:
     """espeak-ng behind the ``synthesize`` capability (see the module docstring)."""
 
     def __init__(self, spec: SystemSpec) -> None:
-        unknown = sorted(set(spec.options) - _KNOWN_OPTIONS)
-        if unknown:
-            raise InputError(
-                f"unknown espeak-ng option(s) {', '.join(unknown)} in {spec.raw!r}; "
-                f"known: {', '.join(sorted(_KNOWN_OPTIONS))}"
-            )
+        spec.check_options(_KNOWN_OPTIONS, "espeak-ng")
         self.spec = spec
         self.binary = require_espeak(spec.option("bin"))
         self.voice = (spec.target or DEFAULT_VOICE).strip()
-        self.speed = _int_option(spec, "speed", 175, 80, 450)
-        self.pitch = _int_option(spec, "pitch", 50, 0, 99)
-        self.amplitude = _int_option(spec, "amplitude", 100, 0, 200)
-        self.word_gap = _int_option(spec, "word_gap", 0, 0, 1000)
+        self.speed = spec.int_option("speed", 175, 80, 450)
+        self.pitch = spec.int_option("pitch", 50, 0, 99)
+        self.amplitude = spec.int_option("amplitude", 100, 0, 200)
+        self.word_gap = spec.int_option("word_gap", 0, 0, 1000)
         self.sample_rate = 22050  # what espeak-ng writes; confirmed from each WAV header
         self.check_voice(self.voice)
 

@@ -49,23 +49,18 @@ def build(spec: SystemSpec, capability: str) -> FasterWhisperTranscriber:
     """Registry factory: a faster-whisper transcriber for ``spec`` (model not loaded yet)."""
     if capability != "transcribe":
         raise SpecError(f"faster-whisper provides 'transcribe', not {capability!r}")
-    unknown = sorted(set(spec.options) - set(_KNOWN_OPTIONS))
-    if unknown:
-        raise SpecError(
-            f"unknown faster-whisper option(s) {', '.join(unknown)} in {spec.raw!r}; "
-            f"known: {', '.join(_KNOWN_OPTIONS)}"
-        )
+    spec.check_options(_KNOWN_OPTIONS)
     model_path, model_name = _resolve_model(spec.target)
     language = spec.option("language")
     return FasterWhisperTranscriber(
         model_path=model_path,
         model_name=model_name,
         compute_type=spec.option("compute_type", "int8") or "int8",
-        beam_size=_int_option(spec, "beam_size", 1, minimum=1),
-        cpu_threads=_int_option(spec, "threads", _usable_cpus(), minimum=1),
-        word_timestamps=_bool_option(spec, "word_timestamps", True),
+        beam_size=spec.int_option("beam_size", 1, lo=1),
+        cpu_threads=spec.int_option("threads", _usable_cpus(), lo=1),
+        word_timestamps=spec.bool_option("word_timestamps", True),
         language=language or None,
-        no_repeat_ngram_size=_int_option(spec, "no_repeat_ngram_size", 3, minimum=0),
+        no_repeat_ngram_size=spec.int_option("no_repeat_ngram_size", 3, lo=0),
         spec=spec.raw,
     )
 
@@ -102,31 +97,6 @@ def _resolve_model(target: str | None) -> tuple[str, str]:
         f"directory, omit the target to use the bundled tiny.en, or set "
         f"{ALLOW_DOWNLOADS_ENV}=1 to allow the download."
     )
-
-
-def _int_option(spec: SystemSpec, key: str, default: int, minimum: int) -> int:
-    raw = spec.option(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SpecError(f"option {key}={raw!r} in {spec.raw!r} is not an integer") from None
-    if value < minimum:
-        raise SpecError(f"option {key}={value} in {spec.raw!r} must be >= {minimum}")
-    return value
-
-
-def _bool_option(spec: SystemSpec, key: str, default: bool) -> bool:
-    raw = spec.option(key)
-    if raw is None or raw == "":
-        return default
-    low = raw.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise SpecError(f"option {key}={raw!r} in {spec.raw!r} is not a boolean (true/false)")
 
 
 def _usable_cpus() -> int:

@@ -62,19 +62,9 @@ def build(spec: SystemSpec, capability: str) -> MockTranscriber:
     if mode == "table" and not table_path:
         table_path = spec.option("path")
     allowed = set(_OPTIONS[mode]) | set(_COMMON) | ({"path"} if mode == "table" else set())
-    unknown = sorted(set(spec.options) - allowed)
-    if unknown:
-        raise SpecError(
-            f"unknown option(s) {', '.join(unknown)} for mock mode {mode!r}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    try:
-        fail_every = int(spec.option("fail_every", "0") or "0")
-        seconds = float(spec.option("seconds", "3600") or "3600")
-    except ValueError as exc:
-        raise SpecError(f"bad mock option in {spec.raw!r}: {exc}") from None
-    if fail_every < 0 or seconds < 0:
-        raise SpecError(f"mock options fail_every and seconds must be >= 0 in {spec.raw!r}")
+    spec.check_options(allowed, f"mock {mode}")
+    fail_every = spec.int_option("fail_every", 0, lo=0)
+    seconds = spec.float_option("seconds", 3600.0, lo=0.0)
     if mode == "table" and not table_path:
         raise SpecError("mock table mode needs a JSON file: mock:table:PATH or mock:PATH.json")
     return MockTranscriber(

@@ -65,24 +65,15 @@ def build(spec: SystemSpec, capability: str) -> OpenAICompatTranscriber:
     parts = urlsplit(spec.target)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SpecError(f"openai-compat target {spec.target!r} is not an http(s) URL")
-    unknown = sorted(set(spec.options) - set(_KNOWN_OPTIONS))
-    if unknown:
-        raise SpecError(
-            f"unknown openai-compat option(s) {', '.join(unknown)}; known: {', '.join(_KNOWN_OPTIONS)}"
-        )
+    spec.check_options(_KNOWN_OPTIONS)
     fmt = spec.option("response_format", "verbose_json") or "verbose_json"
     if fmt not in _FORMATS:
         raise SpecError(
             f"response_format {fmt!r} is not supported; use one of {', '.join(_FORMATS)}"
         )
-    try:
-        timeout = float(spec.option("timeout", "60") or "60")
-        retries = int(spec.option("retries", "2") or "2")
-        backoff = float(spec.option("backoff", "1.0") or "1.0")
-    except ValueError as exc:
-        raise SpecError(f"bad openai-compat option in {spec.raw!r}: {exc}") from None
-    if timeout <= 0 or retries < 0 or backoff < 0:
-        raise SpecError("openai-compat needs timeout > 0, retries >= 0 and backoff >= 0")
+    timeout = spec.float_option("timeout", 60.0, lo=0.001)
+    retries = spec.int_option("retries", 2, lo=0)
+    backoff = spec.float_option("backoff", 1.0, lo=0.0)
     return OpenAICompatTranscriber(
         base_url=spec.target,
         model=spec.option("model", "whisper-1") or "whisper-1",

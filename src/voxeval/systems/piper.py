@@ -103,37 +103,22 @@ def resolve_voice(target: str | None, config: str | None = None) -> tuple[Path, 
     return path, cfg
 
 
-def _float_option(spec: SystemSpec, key: str, default: float) -> float:
-    value = spec.option(key)
-    if value is None or value == "":
-        return float(default)
-    try:
-        return float(value)
-    except ValueError:
-        raise InputError(f"option {key}={value!r} in spec {spec.raw!r} is not a number") from None
-
-
 class PiperSynthesizer:
     """A Piper voice behind the ``synthesize`` capability (see the module docstring)."""
 
     def __init__(self, spec: SystemSpec) -> None:
-        unknown = sorted(set(spec.options) - _KNOWN_OPTIONS)
-        if unknown:
-            raise InputError(
-                f"unknown piper option(s) {', '.join(unknown)} in {spec.raw!r}; "
-                f"known: {', '.join(sorted(_KNOWN_OPTIONS))}"
-            )
+        spec.check_options(_KNOWN_OPTIONS, "piper")
         self.spec = spec
         self.model_path, self.config_path = resolve_voice(spec.target, spec.option("config"))
         with open(self.config_path, encoding="utf-8") as fh:
             self._config: dict[str, Any] = json.load(fh)
         inference = self._config.get("inference") or {}
         self.sample_rate: int = int(self._config["audio"]["sample_rate"])
-        self.length_scale = _float_option(spec, "length_scale", inference.get("length_scale", 1.0))
-        self.noise_scale = _float_option(spec, "noise_scale", inference.get("noise_scale", 0.667))
-        self.noise_w = _float_option(spec, "noise_w", inference.get("noise_w", 0.8))
-        self.sentence_silence = _float_option(spec, "sentence_silence", 0.0)
-        self.volume = _float_option(spec, "volume", 1.0)
+        self.length_scale = spec.float_option("length_scale", inference.get("length_scale", 1.0))
+        self.noise_scale = spec.float_option("noise_scale", inference.get("noise_scale", 0.667))
+        self.noise_w = spec.float_option("noise_w", inference.get("noise_w", 0.8))
+        self.sentence_silence = spec.float_option("sentence_silence", 0.0)
+        self.volume = spec.float_option("volume", 1.0)
         if self.length_scale <= 0:
             raise InputError(f"length_scale must be > 0 in {spec.raw!r}")
         seed_opt = (spec.option("seed") or "0").strip().lower()

@@ -41,11 +41,8 @@ def build(spec: SystemSpec, capability: str) -> PocketSphinxTranscriber:
             f"pocketsphinx takes no target (got {spec.target!r}); choose another model with "
             "the options hmm=DIR&lm=FILE&dict=FILE"
         )
-    try:
-        dither_dbfs = float(spec.option("dither_dbfs", "-60") or "-60")
-        seed = int(spec.option("seed", "0") or "0")
-    except ValueError as exc:
-        raise SpecError(f"bad pocketsphinx option in {spec.raw!r}: {exc}") from None
+    dither_dbfs = spec.float_option("dither_dbfs", -60.0)
+    seed = spec.int_option("seed", 0)
     config = {k: v for k, v in spec.options.items() if k not in _OWN_OPTIONS}
     fixed = sorted(set(config) & set(_FIXED_CONFIG))
     if fixed:
