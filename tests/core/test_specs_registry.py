@@ -62,7 +62,7 @@ def test_typed_options() -> None:
     assert s.int_option("missing", 9) == 9
     with pytest.raises(SpecError, match="must be >= 5"):
         s.int_option("n", 1, lo=5)
-    with pytest.raises(SpecError, match="outside 0..1"):
+    with pytest.raises(SpecError, match=r"outside 0\.\.1"):
         parse_spec("x?f=2").float_option("f", 0.0, lo=0, hi=1)
     with pytest.raises(SpecError, match="not an integer"):
         s.int_option("f", 1)

@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from voxeval.cli.common import print_result_path, progress_bar
+from voxeval.cli.common import (
+    data_out_option,
+    manifest_option,
+    print_result_path,
+    progress_bar,
+    results_out_option,
+)
 
 NORMALIZER_HELP = (
     "Text normalizer: oal-en (Open ASR Leaderboard English, default), whisper-en or raw."
@@ -21,13 +27,7 @@ def asr() -> None:
 
 
 @asr.command("run")
-@click.option(
-    "--manifest",
-    "-m",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="JSONL manifest (audio_filepath, text, id, speaker, labels).",
-)
+@manifest_option()
 @click.option(
     "--system",
     "-s",
@@ -36,14 +36,7 @@ def asr() -> None:
     required=True,
     help="System spec, e.g. faster-whisper, pocketsphinx, openai-compat:URL?model=M. Repeatable.",
 )
-@click.option(
-    "--out",
-    "-o",
-    default="runs",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Parent folder; the run goes into OUT/<run_id>/.",
-)
+@results_out_option
 @click.option(
     "--resume",
     is_flag=True,
@@ -125,13 +118,7 @@ def run_cmd(
 @click.argument(
     "predictions", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
 )
-@click.option(
-    "--out",
-    "-o",
-    default="runs",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-)
+@results_out_option
 @click.option("--normalizer", default="oal-en", show_default=True, help=NORMALIZER_HELP)
 @click.option(
     "--workers",
@@ -155,20 +142,8 @@ def score_cmd(
 
 
 @asr.command("build-conditions")
-@click.option(
-    "--manifest",
-    "-m",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Clean manifest.",
-)
-@click.option(
-    "--out",
-    "-o",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for WAVs and conditions.jsonl.",
-)
+@manifest_option("Clean manifest.")
+@data_out_option
 @click.option(
     "--noise",
     multiple=True,
@@ -219,13 +194,13 @@ def build_conditions_cmd(
 
 
 @asr.command("build-masking")
-@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@manifest_option()
 @click.option(
     "--words-from",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="A run whose records carry word timestamps (default: run faster-whisper now).",
 )
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
+@data_out_option
 @click.option("--per-item", default=1, show_default=True, type=click.IntRange(1, 20))
 @click.option("--seed", default=0, show_default=True)
 def build_masking_cmd(
@@ -253,14 +228,14 @@ def build_masking_cmd(
 
 
 @asr.command("build-synthetic")
-@click.option("--manifest", "-m", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@manifest_option()
 @click.option(
     "--tts",
     default="piper",
     show_default=True,
     help="Synthesizer spec (piper[:VOICE], espeak-ng[:VOICE]).",
 )
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
+@data_out_option
 def build_synthetic_cmd(manifest: Path, tts: str, out: Path) -> None:
     """Synthetic-speech-gap audit set: TTS renderings of each reference beside the real audio.
 

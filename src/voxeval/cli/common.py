@@ -12,6 +12,35 @@ import click
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
+# Options shared by commands (one definition, one help text).
+results_out_option = click.option(
+    "--out",
+    "-o",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Parent folder; results go into OUT/<run_id>/ (printed as the last line).",
+)
+data_out_option = click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the built WAVs and manifest (printed as the last line).",
+)
+
+
+def manifest_option(
+    help_text: str = "JSONL manifest (audio_filepath, text, id, speaker, labels).",
+) -> Any:
+    return click.option(
+        "--manifest",
+        "-m",
+        required=True,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=help_text,
+    )
+
 
 def run_cli(cli: click.Group, argv: list[str]) -> Any:
     """Run ``cli``; voxeval input errors exit 2 with a one-paragraph message on stderr."""

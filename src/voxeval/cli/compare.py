@@ -6,19 +6,13 @@ from pathlib import Path
 
 import click
 
-from voxeval.cli.common import print_result_path
+from voxeval.cli.common import print_result_path, results_out_option
 
 
 @click.command()
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    default="runs",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-)
+@results_out_option
 @click.option("--seed", default=0, show_default=True)
 def compare(run_a: Path, run_b: Path, out: Path, seed: int) -> None:
     """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""

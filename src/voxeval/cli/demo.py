@@ -6,17 +6,11 @@ from pathlib import Path
 
 import click
 
-from voxeval.cli.common import print_result_path
+from voxeval.cli.common import print_result_path, results_out_option
 
 
 @click.command()
-@click.option(
-    "--out",
-    "-o",
-    default="runs",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-)
+@results_out_option
 @click.option("--only", multiple=True, help="Run only these suites.")
 @click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 16))
 def demo(out: Path, only: tuple[str, ...], workers: int) -> None:

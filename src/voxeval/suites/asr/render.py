@@ -120,10 +120,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _rank_md(rs: dict[str, Any]) -> str:
-    if rs.get("status") != "ok":
-        return f"Not computed: {rs.get('reason', 'no data')}\n"
-    rows = [
+RANK_HEADERS = ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"]
+
+
+def _rank_rows(rs: dict[str, Any]) -> list[list[Any]]:
+    return [
         [
             c["condition"],
             c["kendall_tau"],
@@ -133,9 +134,12 @@ def _rank_md(rs: dict[str, Any]) -> str:
         ]
         for c in rs["conditions"]
     ]
-    return md_table(
-        ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"], rows
-    )
+
+
+def _rank_md(rs: dict[str, Any]) -> str:
+    if rs.get("status") != "ok":
+        return f"Not computed: {rs.get('reason', 'no data')}\n"
+    return md_table(RANK_HEADERS, _rank_rows(rs))
 
 
 def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
@@ -289,19 +293,7 @@ def _alignment_html(alignment: list[Any]) -> str:
 def _rank_html(rs: dict[str, Any]) -> str:
     if rs.get("status") != "ok":
         return f"<p class='muted'>Not computed: {esc(rs.get('reason', 'no data'))}</p>"
-    rows = [
-        [
-            c["condition"],
-            c["kendall_tau"],
-            c["spearman_rho"],
-            c["n_systems"],
-            ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items()),
-        ]
-        for c in rs["conditions"]
-    ]
-    return f"<p>{esc(rs.get('note', ''))}</p>" + table(
-        ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"], rows, left=1
-    )
+    return f"<p>{esc(rs.get('note', ''))}</p>" + table(RANK_HEADERS, _rank_rows(rs), left=1)
 
 
 def _audits_html(audits: dict[str, Any]) -> str:
