@@ -58,8 +58,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0) -> dict
         "generated_at": utc_now(),
         "comparisons": comparisons,
         "method": "difference A - B of a ratio of sums over shared items; 95 % paired "
-        "bootstrap CI (same resample for both arms, clusters = speakers when every shared "
-        "item has one); two-sided bootstrap p-value",
+        "bootstrap CI (same resample for both arms; clusters = speakers, an item without a "
+        "speaker is its own cluster); two-sided bootstrap p-value (0 means < 1/1000 draws)",
     }
 
 
@@ -69,10 +69,14 @@ def _compare_units(
     xa, xb = ua["units"][sys_a], ub["units"][sys_b]
     shared = sorted(set(xa) & set(xb))
     clusters_map = {**ub.get("clusters", {}), **ua.get("clusters", {})}
-    use_clusters = bool(shared) and all(i in clusters_map for i in shared)
+    known = sum(1 for i in shared if clusters_map.get(i))
+    ci_unit = "speaker" if known == len(shared) else ("item" if known == 0 else "speaker+item")
 
     def diff(ids: list[str]) -> dict[str, Any]:
-        cl = [clusters_map[i] for i in ids] if use_clusters else None
+        # an item without a speaker is its own cluster (the same rule as the reports)
+        cl = [clusters_map.get(i) or f"item:{i}" for i in ids]
+        if len(set(cl)) == 1 and len(ids) > 1:
+            cl = [f"item:{i}" for i in ids]
         d = paired_bootstrap_ratio_diff(
             [xa[i][0] for i in ids],
             [xa[i][1] for i in ids],
@@ -113,7 +117,7 @@ def _compare_units(
         "n_shared": len(shared),
         "only_a": len(set(xa) - set(xb)),
         "only_b": len(set(xb) - set(xa)),
-        "ci_unit": "speaker" if use_clusters else "item",
+        "ci_unit": ci_unit,
         "overall": diff(shared) if shared else None,
         "groups": [{"group": g, "name": n, **diff(ids)} for (g, n), ids in sorted(groups.items())],
         "largest_item_differences": per_item[:TOP_ITEMS],
