@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,16 @@ class Item:
     """Why this item cannot be scored though its line parsed (e.g. text not UTF-8)."""
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("problem", None)
+        d = {
+            "id": self.id,
+            "audio_filepath": self.audio_filepath,
+            "audio": self.audio,
+            "duration": self.duration,
+            "text": self.text,
+            "speaker": self.speaker,
+            "labels": self.labels,
+            "meta": self.meta,
+        }
         return {k: v for k, v in d.items() if v not in (None, {}, [])}
 
     @property

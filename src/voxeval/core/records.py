@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["ok", "error", "timeout", "unparseable", "unscored"]
@@ -34,7 +34,19 @@ class Record:
         return (self.id, self.system, self.repeat)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain dict for JSON (shallow: nested values are already JSON types)."""
+        return {
+            "id": self.id,
+            "system": self.system,
+            "repeat": self.repeat,
+            "status": self.status,
+            "error": self.error,
+            "output": self.output,
+            "metrics": self.metrics,
+            "timing": self.timing,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Record:
