@@ -805,11 +805,13 @@ def _parse_number_words(words: list[str]) -> list[int]:
     return values
 
 
-def _ortho_tokens(text: str, table: Mapping[tuple[str, ...], _Tok], numbers: bool) -> list[_Tok]:
+def _ortho_tokens(
+    text: str, table: Mapping[tuple[str, ...], _Tok], numbers: bool, max_len: int
+) -> list[_Tok]:
+    """Class tokens of ``text``; ``max_len`` is the longest multi-word form in ``table``."""
     raw = [t.replace("\u2019", "'").lower() for t in _TOKEN.findall(text)]
     raw = [t[:-1] if t.endswith(".") and len(t) > 1 else t for t in raw]
     out: list[_Tok] = []
-    max_len = max((len(k) for k in table), default=1)
     i = 0
     while i < len(raw):
         tok = raw[i]
@@ -898,6 +900,7 @@ def orthographic_switch(
     import kaldialign
 
     table, numbers = _lookup(conventions)
+    max_len = max((len(k) for k in table), default=1)
     eps = "\x00eps"
     names = [c.name for c in conventions]
     arms = {c.name: c.arms for c in conventions}
@@ -905,8 +908,8 @@ def orthographic_switch(
     for system in sorted(pairs):
         counts = {name: [[0, 0], [0, 0]] for name in names}  # [ref arm][hyp arm]
         for ref_raw, hyp_raw in pairs[system]:
-            ref = _ortho_tokens(ref_raw or "", table, numbers)
-            hyp = _ortho_tokens(hyp_raw or "", table, numbers)
+            ref = _ortho_tokens(ref_raw or "", table, numbers, max_len)
+            hyp = _ortho_tokens(hyp_raw or "", table, numbers, max_len)
             if not ref:
                 continue
             ri = hj = 0
