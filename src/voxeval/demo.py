@@ -15,7 +15,9 @@ from voxeval.core.registry import REGISTRY, SuiteInfo
 from voxeval.core.runstore import RunStore, utc_now
 
 
-def run_demo(out: str | Path, *, only: list[str] | None = None, workers: int = 1) -> Path:
+def run_demo(
+    out: str | Path, *, only: list[str] | None = None, workers: int = 1, progress: Any = None
+) -> Path:
     """Run the demos, write ``report.{json,md,html}`` and return the demo folder."""
     suites = [s for s in REGISTRY.suites() if s.demo is not None and s.name != "demo"]
     if only:
@@ -28,7 +30,7 @@ def run_demo(out: str | Path, *, only: list[str] | None = None, workers: int = 1
     for suite in suites:
         t0 = time.perf_counter()
         assert suite.demo is not None
-        sub = suite.demo(store.path, workers=workers)
+        sub = suite.demo(store.path, workers=workers, progress=progress)
         runs[suite.name] = {"run_dir": sub.path.name, "seconds": round(time.perf_counter() - t0, 1)}
         store.update_info(runs=runs)
     store.update_info(ended_at=utc_now())

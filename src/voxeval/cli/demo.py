@@ -15,8 +15,10 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 16))
 def demo(out: Path, only: tuple[str, ...], workers: int) -> None:
     """Build demo data for each suite, run it, and write one report with a section per suite."""
+    from voxeval.cli.common import progress_bar
     from voxeval.demo import run_demo
 
-    path = run_demo(out, only=list(only), workers=workers)
+    with progress_bar() as progress:
+        path = run_demo(out, only=list(only), workers=workers, progress=progress)
     click.echo(f"report: {path / 'report.html'}", err=True)
     print_result_path(path)

@@ -9,6 +9,7 @@ import click
 def ls() -> None:
     """List suites and system backends, and whether each backend is usable here (and why not)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from voxeval.core.registry import REGISTRY
@@ -20,7 +21,7 @@ def ls() -> None:
     for s in REGISTRY.suites():
         if s.extras.get("hidden"):
             continue
-        suites.add_row(s.name, s.description)
+        suites.add_row(escape(s.name), escape(s.description))
     console.print(suites)
     systems = Table(title="Systems")
     for col in ("backend", "capabilities", "usable", "description"):
@@ -30,7 +31,7 @@ def ls() -> None:
         usable = (
             "[green]yes[/]"
             if not missing
-            else f"[red]no[/]: missing {', '.join(missing)} ({b.install_hint()})"
+            else f"[red]no[/]: missing {escape(', '.join(missing))} ({escape(b.install_hint())})"
         )
-        systems.add_row(b.name, ", ".join(b.capabilities), usable, b.description)
+        systems.add_row(escape(b.name), ", ".join(b.capabilities), usable, escape(b.description))
     console.print(systems)

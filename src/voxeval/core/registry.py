@@ -56,7 +56,8 @@ class BackendInfo:
 
 @dataclass
 class SuiteInfo:
-    """A suite: ``demo`` builds and runs its embedded default into a run directory;
+    """A suite: ``demo(out, workers=, progress=)`` builds and runs its embedded default into
+    a run directory under ``out`` (progress: a rich Progress or None);
     ``report`` turns a run directory into a report dict; ``paired_units`` gives per-item
     (numerator, denominator) pairs for ``voxeval compare``."""
 

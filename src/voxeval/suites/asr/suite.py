@@ -168,13 +168,31 @@ def paired_units(store: RunStore, normalizer: str | None = None) -> dict[str, An
 
 
 def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
-    """Build the embedded demo set and run both local engines on it."""
+    """Build the embedded demo set and run both local engines on it.
+
+    ``progress`` is a rich ``Progress`` (or None): data-building steps are logged on its
+    console and each system gets a bar.
+    """
     from voxeval.suites.asr.demo_data import build_demo_dataset
 
+    def say(message: str) -> None:
+        if progress is not None:
+            progress.console.log(f"asr demo: {message}")
+
     data_dir = Path(out) / "_demo_data" / "asr"
-    manifest = build_demo_dataset(data_dir, progress=progress)
+    manifest = build_demo_dataset(data_dir, progress=say)
     systems = ["faster-whisper", "pocketsphinx"]
-    return run_asr(manifest, systems, out, workers=workers)
+    bars: dict[str, Any] = {}
+
+    def on_start(spec: str, n: int) -> None:
+        if progress is not None:
+            bars[spec] = progress.add_task(f"asr {spec}", total=n, status="")
+
+    def on_record(rec: Record) -> None:
+        if progress is not None:
+            progress.advance(bars[rec.system])
+
+    return run_asr(manifest, systems, out, workers=workers, on_start=on_start, on_record=on_record)
 
 
 def _render_markdown(report: dict[str, Any]) -> str:

@@ -1,0 +1,58 @@
+"""`voxeval demo` end to end: the embedded data set, both engines, one combined report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.mark.slow
+def test_demo_writes_combined_report(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "voxeval.cli.main", "demo", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    demo = Path(proc.stdout.strip().splitlines()[-1])
+    assert demo.parent == tmp_path and demo.name.startswith("demo-")
+    report = json.loads((demo / "report.json").read_text())
+    assert report["suite"] == "demo" and [s["suite"] for s in report["sections"]] == ["asr"]
+    asr = report["sections"][0]["report"]
+    systems = {s["system"]: s for s in asr["systems"]}
+    assert set(systems) == {"faster-whisper", "pocketsphinx"}
+    assert set(asr["conditions"]) >= {"clean", "background", "channel"}
+    for s in systems.values():
+        assert s["status_counts"].get("ok") == asr["n_items"]  # every demo item scored
+    clean = {
+        g["name"]: g["wer"]
+        for g in systems["faster-whisper"]["groups"]
+        if g["group"] == "condition"
+    }
+    assert clean["clean"] < clean["background"]  # the demo shows what it is meant to show
+    backgrounds = {
+        g["name"] for g in systems["faster-whisper"]["groups"] if g["group"] == "background"
+    }
+    assert backgrounds == {"noise", "babble", "music"}
+    html = (demo / "report.html").read_text()
+    assert "ASR robustness" in html and "<svg" in html and "data:audio/wav;base64," in html
+    assert "report:" in proc.stderr  # where the report is, for a human
+    # the combined report rebuilds from the folder alone
+    again = subprocess.run(
+        [sys.executable, "-m", "voxeval.cli.main", "report", str(demo)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert (
+        again.returncode == 0
+        and json.loads((demo / "report.json").read_text())["sections"][0]["report"]["systems"]
+    )
