@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from voxeval.cli.common import (
     data_out_option,
@@ -90,7 +91,7 @@ def run_cmd(
         tasks: dict[str, Any] = {}
 
         def on_start(spec: str, n: int) -> None:
-            tasks[spec] = progress.add_task(spec, total=n, status="")
+            tasks[spec] = progress.add_task(escape(spec), total=n, status="")
 
         def on_record(rec: Any) -> None:
             counts[rec.status] += 1
@@ -250,7 +251,7 @@ def build_synthetic_cmd(manifest: Path, tts: str, out: Path) -> None:
     synth = REGISTRY.build("synthesize", tts)
     synth.load()
     with progress_bar() as progress:
-        task = progress.add_task(f"synthesize ({tts})", total=len(items), status="")
+        task = progress.add_task(escape(f"synthesize ({tts})"), total=len(items), status="")
         built = build_synthetic_items(
             items,
             synth,
@@ -312,9 +313,9 @@ def _summary(run_dir: Path) -> None:
     for s in report["systems"]:
         o = s["overall"]
         table.add_row(
-            s["system"],
+            escape(s["system"]),
             f(o["wer"]),
-            f"[{f(o['ci_lo'])}, {f(o['ci_hi'])}]",
+            escape(f"[{f(o['ci_lo'])}, {f(o['ci_hi'])}]"),
             str(o["n"]),
             str(o["n_failed"]),
             f(o.get("rtfx"), 1),

@@ -186,7 +186,9 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
 
     def on_start(spec: str, n: int) -> None:
         if progress is not None:
-            bars[spec] = progress.add_task(f"asr {spec}", total=n, status="")
+            from rich.markup import escape
+
+            bars[spec] = progress.add_task(escape(f"asr {spec}"), total=n, status="")
 
     def on_record(rec: Record) -> None:
         if progress is not None:
