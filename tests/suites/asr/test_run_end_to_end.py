@@ -309,3 +309,25 @@ def test_process_executor_gives_same_records_and_load_info(tmp_path: Path, data_
     assert 1 <= len(loads) <= 2 and all("system_info" in r["output"] for r in loads)
     info = RunStore.open(runs["process"]).info()["systems"][ENGINE]
     assert info["loads"] == len(loads) and info["load_s"] >= 0
+
+
+def test_report_with_another_normalizer_rescores(tmp_path: Path) -> None:
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(
+        json.dumps(
+            {
+                "id": "a",
+                "text": "Colour me 20 percent happy!",
+                "pred_text": "color me twenty % happy",
+            }
+        )
+        + "\n"
+    )
+    code, out, _ = _run(["asr", "score", str(preds), "--out", str(tmp_path / "r")])
+    run = Path(out.strip().splitlines()[-1])
+    oal = json.loads((run / "report.json").read_text())
+    assert oal["normalizer"]["name"] == "oal-en" and oal["systems"][0]["overall"]["errors"] == 0
+    code, _, _ = _run(["report", str(run), "--normalizer", "raw"])
+    raw = json.loads((run / "report.json").read_text())
+    assert code == 0 and raw["normalizer"]["name"] == "raw"
+    assert raw["systems"][0]["overall"]["errors"] == 2  # "Colour" and "happy!" differ raw
