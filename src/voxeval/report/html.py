@@ -154,3 +154,64 @@ def bar_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def timeline_svg(
+    lanes: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
+    markers: Sequence[tuple[float, str, str]] = (),
+    *,
+    duration_s: float | None = None,
+    width: int = 1000,
+    title: str = "",
+) -> str:
+    """A two-or-more-lane timeline as inline SVG.
+
+    ``lanes``: ``[(name, [(start_s, end_s, label), ...])]``, one row each (e.g. user and agent
+    speech). ``markers``: ``[(t_s, label, colour)]`` vertical lines across all lanes (events
+    such as a barge-in onset or ``playback.stopped``); hover shows the label.
+    """
+    left, right, lane_h, gap = 90, 20, 26, 8
+    top = 24 if title else 6
+    ends = [e for _, segs in lanes for _, e, _ in segs] + [t for t, _, _ in markers]
+    span = duration_s or (max(ends) if ends else 1.0) or 1.0
+    plot_w = width - left - right
+    height = top + len(lanes) * (lane_h + gap) + 28
+
+    def x(t: float) -> float:
+        return left + plot_w * max(0.0, min(t, span)) / span
+
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"
+    ]
+    if title:
+        parts.append(f"<text x='{left}' y='15' font-weight='bold'>{esc(title)}</text>")
+    for i, (name, segs) in enumerate(lanes):
+        y = top + i * (lane_h + gap)
+        color = PALETTE[i % len(PALETTE)]
+        parts.append(
+            f"<rect x='{left}' y='{y}' width='{plot_w}' height='{lane_h}' fill='#f6f6f6'/>"
+            f"<text x='{left - 6}' y='{y + lane_h / 2 + 4}' text-anchor='end'>{esc(name)}</text>"
+        )
+        for start, end, label in segs:
+            w = max(1.0, x(end) - x(start))
+            parts.append(
+                f"<rect x='{x(start):.1f}' y='{y + 3}' width='{w:.1f}' height='{lane_h - 6}' "
+                f"fill='{color}' opacity='.75'><title>{esc(label)} {start:.3f}-{end:.3f} s"
+                "</title></rect>"
+            )
+    bottom = top + len(lanes) * (lane_h + gap)
+    for t, label, colour in markers:
+        parts.append(
+            f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='{top}' y2='{bottom - gap}' "
+            f"stroke='{colour}' stroke-width='1.5'><title>{esc(label)} at {t:.3f} s</title></line>"
+        )
+    n_ticks = 10
+    for k in range(n_ticks + 1):
+        t = span * k / n_ticks
+        parts.append(
+            f"<text x='{x(t):.1f}' y='{bottom + 12}' text-anchor='middle' fill='#555'>"
+            f"{t:.1f}</text>"
+        )
+    parts.append(f"<text x='{left + plot_w / 2}' y='{bottom + 25}' text-anchor='middle'>s</text>")
+    parts.append("</svg>")
+    return "".join(parts)
