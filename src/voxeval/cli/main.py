@@ -15,6 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voxeval.cli.asr:asr",
         "ASR robustness: run systems, score predictions, build conditions.",
     ),
+    "duplex": (
+        "voxeval.cli.duplex:duplex",
+        "Full-duplex agent acceptance: validate scenarios, ledgers and bundles; export schemas.",
+    ),
     "report": ("voxeval.cli.report:report", "Rebuild report.json/md/html of a run directory."),
     "compare": (
         "voxeval.cli.compare:compare",

@@ -1,0 +1,1 @@
+"""Full-duplex agent acceptance: acoustic truth, ledger, scenarios, metrics and gates."""

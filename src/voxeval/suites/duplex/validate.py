@@ -1,0 +1,883 @@
+"""Check scenarios, matrices, ledgers, manifests and bundles; report problems with file and line.
+
+``validate_path`` works out what a path is: a scenario or matrix YAML, a directory of them,
+an ``events.jsonl`` ledger, a ``manifest.json``, a bundle directory (it holds
+``manifest.json`` or ``events.jsonl``), or a folder of bundles (a run's ``bundles/``).
+YAML errors are mapped back to lines through the composed node tree; ledger errors carry
+their JSONL line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from voxeval.core.errors import InputError
+from voxeval.suites.duplex.ledger import read_events
+from voxeval.suites.duplex.schema import (
+    CLOCK_EVENT_TYPE,
+    DEFAULT_MIN_N,
+    DEFER_CROSS_CHECKS,
+    EXPECTED_CHANNELS,
+    OPTIONAL_BUNDLE_FILES,
+    REQUIRED_BUNDLE_FILES,
+    SELF_DECLARED_LEVEL_KEYS,
+    AcceptanceMatrix,
+    BundleManifest,
+    Category,
+    Event,
+    Intent,
+    Loc,
+    Problem,
+    ProducerClock,
+    Role,
+    Scenario,
+    Segment,
+    Statistic,
+    TurnAction,
+    assess_evidence,
+    is_known_event_type,
+    matrix_cross_checks,
+    scenario_cross_checks,
+    segment_cross_checks,
+    sha256_file,
+    unknown_event_hint,
+)
+
+__all__ = [
+    "AUDIO_SPAN_TOLERANCE_MS",
+    "DuplexInputError",
+    "Problem",
+    "load_manifest",
+    "load_matrix",
+    "load_scenario",
+    "load_scenarios",
+    "validate_bundle",
+    "validate_events",
+    "validate_manifest",
+    "validate_path",
+    "validate_yaml",
+]
+
+AUDIO_SPAN_TOLERANCE_MS = 50
+"""Audio may be this much shorter than the ledger's time span before it is an error."""
+REPEAT_CAP = 20
+"""A ledger problem of one kind is listed this many times, then summarised with a count."""
+
+
+class DuplexInputError(InputError):
+    """A scenario, matrix or manifest that does not validate; ``problems`` has the details."""
+
+    kind = "duplex-input"
+
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        self.problems = problems
+        errors = [p for p in problems if p.severity == "error"]
+        text = "\n".join("  " + p.format() for p in errors[:30])
+        more = f"\n  ... and {len(errors) - 30} more" if len(errors) > 30 else ""
+        super().__init__(f"{len(errors)} error(s) in {path}:\n{text}{more}")
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def validate_path(path: str | Path) -> list[Problem]:
+    """Every problem found under ``path`` (see the module docstring for what is recognised).
+
+    Problems come grouped by file (in the order files were checked), by line within a file.
+    """
+    problems = _validate_any(Path(path))
+    order: dict[str, int] = {}
+    for p in problems:
+        order.setdefault(p.file, len(order))
+    return sorted(problems, key=lambda p: (order[p.file], p.line or 0, p.column or 0))
+
+
+def _validate_any(path: Path) -> list[Problem]:
+    if not path.exists():
+        return [Problem(str(path), None, None, "error", "no such file or directory")]
+    if path.is_dir():
+        if _is_bundle(path):
+            return validate_bundle(path)
+        problems, found = _walk(path)
+        if not found:
+            msg = "no scenarios, matrices, ledgers or bundles found here"
+            problems.append(Problem(str(path), None, None, "error", msg))
+        return problems
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return validate_yaml(path)
+    if suffix == ".jsonl":
+        return validate_events(path).problems
+    if path.name == "manifest.json":
+        return validate_manifest(path)[1]
+    msg = "cannot tell what this is (expected .yaml, .jsonl, manifest.json or a bundle folder)"
+    return [Problem(str(path), None, None, "error", msg)]
+
+
+def _is_bundle(path: Path) -> bool:
+    return (path / "manifest.json").is_file() or (path / "events.jsonl").is_file()
+
+
+def _walk(folder: Path) -> tuple[list[Problem], bool]:
+    problems: list[Problem] = []
+    found = False
+    for child in sorted(folder.iterdir()):
+        if child.name.startswith((".", "__")):
+            continue
+        if child.is_dir():
+            if _is_bundle(child):
+                problems += validate_bundle(child)
+                found = True
+            else:
+                sub, sub_found = _walk(child)
+                problems += sub
+                found = found or sub_found
+        elif child.suffix.lower() in (".yaml", ".yml"):
+            probs = validate_yaml(child, explicit=False)
+            found = found or not (probs and probs[0].message.startswith(_SKIPPED))
+            problems += probs
+    return problems, found
+
+
+_SKIPPED = "skipped:"
+
+
+# --------------------------------------------------------------------------- YAML with lines
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that keeps dates as written (``2026-08-10`` stays a string)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass
+class _Doc:
+    """A parsed YAML/JSON document: its node tree (for lines) and its data."""
+
+    file: str
+    node: yaml.Node | None = None
+    data: Any = None
+    problems: list[Problem] = field(default_factory=list)
+
+    def problem(
+        self, loc: Loc, message: str, severity: Literal["error", "warning"] = "error"
+    ) -> Problem:
+        line, col = _line_of(self.node, loc)
+        return Problem(self.file, line, col, severity, message)
+
+
+def _parse_yaml(path: Path, name: str | None = None) -> _Doc:
+    doc = _Doc(name or str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        doc.problems.append(Problem(doc.file, None, None, "error", f"not UTF-8 text: {exc}"))
+        return doc
+    loader = _Loader(text)
+    try:
+        doc.node = loader.get_single_node()
+        if doc.node is None:
+            doc.problems.append(Problem(doc.file, 1, None, "error", "empty document"))
+            return doc
+        doc.problems += _duplicate_keys(doc.node, doc.file)
+        doc.data = loader.construct_document(doc.node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        col = mark.column + 1 if mark else None
+        what = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
+        doc.problems.append(Problem(doc.file, line, col, "error", f"YAML syntax: {what}"))
+        doc.node = doc.data = None
+    finally:
+        loader.dispose()
+    return doc
+
+
+def _duplicate_keys(node: yaml.Node, file: str) -> list[Problem]:
+    """PyYAML keeps the last of two equal keys silently; we refuse them."""
+    out: list[Problem] = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key, value in cur.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    if key.value in seen:
+                        msg = f"duplicate key {key.value!r} (first on line {seen[key.value]})"
+                        out.append(Problem(file, line, key.start_mark.column + 1, "error", msg))
+                    else:
+                        seen[key.value] = line
+                stack.append(value)
+        elif isinstance(cur, yaml.SequenceNode):
+            stack.extend(cur.value)
+    return out
+
+
+def _line_of(root: yaml.Node | None, loc: Loc) -> tuple[int | None, int | None]:
+    """1-based line and column of the deepest node that ``loc`` reaches (keys at their key)."""
+    if root is None:
+        return None, None
+    node: yaml.Node = root
+    mark = root.start_mark
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            hit = next((kv for kv in node.value if getattr(kv[0], "value", None) == part), None)
+            if hit is None:
+                break
+            mark, node = hit[0].start_mark, hit[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if not 0 <= part < len(node.value):
+                break
+            node = node.value[part]
+            mark = node.start_mark
+        else:
+            continue  # union member names in pydantic locs ("str", "int") are skipped
+    return mark.line + 1, mark.column + 1
+
+
+def _field_names(*models: type[BaseModel]) -> set[str]:
+    names: set[str] = set()
+    todo = list(models)
+    seen: set[type[BaseModel]] = set()
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for name, info in model.model_fields.items():
+            names.add(name)
+            for arg in _model_args(info.annotation):
+                todo.append(arg)
+    return names
+
+
+def _model_args(annotation: Any) -> list[type[BaseModel]]:
+    out: list[type[BaseModel]] = []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    for arg in getattr(annotation, "__args__", ()):
+        out += _model_args(arg)
+    return out
+
+
+def _pydantic_problems(doc: _Doc, exc: ValidationError, known: set[str]) -> list[Problem]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc: Loc = tuple(err["loc"])
+        kind = err["type"]
+        where = _dotted(loc)
+        if kind == "missing":
+            msg = f"{_dotted(loc[:-1])}: missing required field {loc[-1]!r}"
+            out.append(doc.problem(loc[:-1], msg.removeprefix("(top): ")))
+            continue
+        if kind == "extra_forbidden":
+            msg = f"unknown field {loc[-1]!r}"
+            close = difflib.get_close_matches(str(loc[-1]), sorted(known), n=1, cutoff=0.75)
+            if close:
+                msg += f" (did you mean {close[0]!r}?)"
+            out.append(doc.problem(loc, f"{where}: {msg}"))
+            continue
+        if kind == "value_error":
+            message = str((err.get("ctx") or {}).get("error", err["msg"]))
+        else:
+            message = err["msg"] + _got(err)
+        out.append(doc.problem(loc, f"{where}: {message}"))
+    return out
+
+
+def _got(err: Any) -> str:
+    value = err.get("input")
+    if err["type"] != "missing" and (isinstance(value, str | int | float | bool) or value is None):
+        return f" (got {repr(value)[:60]})"
+    return ""
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part not in ("str", "int", "float", "bool") or not out:
+            out += f".{part}" if out else str(part)
+    return out or "(top)"
+
+
+_SCENARIO_FIELDS = _field_names(Scenario)
+_MATRIX_FIELDS = _field_names(AcceptanceMatrix)
+_MANIFEST_FIELDS = _field_names(BundleManifest)
+
+
+# --------------------------------------------------------------------------- scenarios, matrices
+
+
+def validate_yaml(path: Path, explicit: bool = True, name: str | None = None) -> list[Problem]:
+    """A scenario or an acceptance matrix, told apart by its ``segments`` / ``gates`` key."""
+    doc = _parse_yaml(path, name)
+    if doc.problems and doc.data is None:
+        return doc.problems
+    if isinstance(doc.data, dict) and "gates" in doc.data:
+        return doc.problems + _check_matrix(doc)[1]
+    if isinstance(doc.data, dict) and "segments" in doc.data:
+        return doc.problems + _check_scenario(doc, path.parent)[1]
+    if explicit:
+        msg = "neither a scenario (no 'segments') nor an acceptance matrix (no 'gates')"
+        return [*doc.problems, doc.problem((), msg)]
+    msg = f"{_SKIPPED} not a scenario or acceptance matrix"
+    return [Problem(doc.file, None, None, "warning", msg)]
+
+
+def _check_scenario(doc: _Doc, base: Path) -> tuple[Scenario | None, list[Problem]]:
+    if not isinstance(doc.data, dict):
+        return None, [doc.problem((), "a scenario must be a mapping")]
+    try:
+        sc = Scenario.model_validate(doc.data, context={DEFER_CROSS_CHECKS: True})
+    except ValidationError as exc:
+        return None, _pydantic_problems(doc, exc, _SCENARIO_FIELDS) + _segment_fallback(doc)
+    out = [doc.problem(loc, f"{_dotted(loc)}: {msg}") for loc, msg in scenario_cross_checks(sc)]
+    out += [doc.problem(loc, msg, sev) for loc, msg, sev in _scenario_advice(sc, base)]
+    return (sc if not any(p.severity == "error" for p in out) else None), out
+
+
+def _segment_fallback(doc: _Doc) -> list[Problem]:
+    """Cross-field rules of the segments that parse on their own (the scenario did not)."""
+    segments = doc.data.get("segments") if isinstance(doc.data, dict) else None
+    if not isinstance(segments, list):
+        return []
+    out: list[Problem] = []
+    first: dict[str, int] = {}
+    for i, raw in enumerate(segments):
+        try:
+            seg = Segment.model_validate(raw, context={DEFER_CROSS_CHECKS: True})
+        except ValidationError:
+            continue
+        for loc, msg in segment_cross_checks(seg, ("segments", i)):
+            out.append(doc.problem(loc, f"{_dotted(loc)}: {msg}"))
+        if seg.id in first:
+            msg = f"duplicate segment id {seg.id!r} (also segment {first[seg.id]})"
+            out.append(doc.problem(("segments", i, "id"), f"segments[{i}].id: {msg}"))
+        first.setdefault(seg.id, i)
+    return out
+
+
+def _scenario_advice(
+    sc: Scenario, base: Path
+) -> list[tuple[Loc, str, Literal["error", "warning"]]]:
+    """Checks beyond the schema: audio exists, triggers known, labels that scoring needs."""
+    out: list[tuple[Loc, str, Literal["error", "warning"]]] = []
+    for i, seg in enumerate(sc.segments):
+        loc: Loc = ("segments", i)
+        if seg.audio is not None:
+            audio = Path(seg.audio) if Path(seg.audio).is_absolute() else base / seg.audio
+            if not audio.is_file():
+                out.append(((*loc, "audio"), f"audio file not found: {audio}", "error"))
+        if seg.after is not None and not is_known_event_type(seg.after.event):
+            msg = f"after.event: {unknown_event_hint(seg.after.event)}; the trigger may never fire"
+            out.append(((*loc, "after", "event"), msg, "warning"))
+        if not seg.expected_actions:
+            msg = f"segment {seg.id!r} has no expected_actions: behaviour scoring skips it"
+            out.append((loc, msg, "warning"))
+    intents = {x for s in sc.segments for x in s.intents}
+    actions = {x for s in sc.segments for x in s.expected_actions}
+    roles = {s.role for s in sc.segments}
+    wanted: dict[Category, tuple[bool, str]] = {
+        Category.INTERRUPTION: (
+            Intent.INTERRUPT in intents or TurnAction.INTERRUPT in actions,
+            "no segment is labelled interrupt",
+        ),
+        Category.BACKCHANNEL: (Intent.BACKCHANNEL in intents, "no segment has intent backchannel"),
+        Category.BYSTANDER_AMBIENT: (
+            bool(roles - {Role.USER}),
+            "no bystander, media, echo or noise segment",
+        ),
+        Category.CORRECTION_ENTITY: (
+            Intent.CORRECTION in intents,
+            "no segment has intent correction",
+        ),
+        Category.TOOLS_BACKGROUND: (bool(sc.tools), "no tools declared"),
+        Category.NETWORK_MEDIA: (bool(sc.faults), "no faults declared"),
+    }
+    ok, why = wanted.get(sc.category, (True, ""))
+    if not ok:
+        out.append((("category",), f"category {sc.category}: {why}", "warning"))
+    return out
+
+
+def _check_matrix(doc: _Doc) -> tuple[AcceptanceMatrix | None, list[Problem]]:
+    if not isinstance(doc.data, dict):
+        return None, [doc.problem((), "an acceptance matrix must be a mapping")]
+    try:
+        m = AcceptanceMatrix.model_validate(doc.data, context={DEFER_CROSS_CHECKS: True})
+    except ValidationError as exc:
+        return None, _pydantic_problems(doc, exc, _MATRIX_FIELDS)
+    out = [doc.problem(loc, f"{_dotted(loc)}: {msg}") for loc, msg in matrix_cross_checks(m)]
+    for i, gate in enumerate(m.gates):
+        floor = DEFAULT_MIN_N[gate.statistic]
+        if (
+            gate.min_n is not None
+            and gate.min_n < floor
+            and gate.statistic
+            in (
+                Statistic.P50,
+                Statistic.P95,
+                Statistic.P99,
+            )
+        ):
+            msg = (
+                f"gate {gate.id!r}: min_n {gate.min_n} is below {floor}, the smallest n whose "
+                f"sample maximum bounds the {gate.statistic} at 95% confidence"
+            )
+            out.append(doc.problem(("gates", i, "min_n"), msg, "warning"))
+    return (m if not any(p.severity == "error" for p in out) else None), out
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario YAML; raise ``DuplexInputError`` (with lines) if it has errors."""
+    path = Path(path)
+    doc = _parse_yaml(path)
+    problems = list(doc.problems)
+    sc = None
+    if doc.data is not None:
+        sc, more = _check_scenario(doc, path.parent)
+        problems += more
+    if sc is None or any(p.severity == "error" for p in problems):
+        raise DuplexInputError(path, problems)
+    return sc
+
+
+def load_scenarios(folder: str | Path) -> list[Scenario]:
+    """Every ``*.yaml`` scenario under ``folder`` (sorted by path)."""
+    paths = sorted(p for p in Path(folder).rglob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+    return [load_scenario(p) for p in paths]
+
+
+def load_matrix(path: str | Path) -> AcceptanceMatrix:
+    """Read an acceptance matrix YAML; raise ``DuplexInputError`` (with lines) on errors."""
+    path = Path(path)
+    doc = _parse_yaml(path)
+    problems = list(doc.problems)
+    m = None
+    if doc.data is not None:
+        m, more = _check_matrix(doc)
+        problems += more
+    if m is None or any(p.severity == "error" for p in problems):
+        raise DuplexInputError(path, problems)
+    return m
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _parse_json(path: Path, name: str | None = None) -> _Doc:
+    """JSON data, with a YAML node tree of the same text for line numbers when it composes."""
+    doc = _Doc(name or str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc.data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        doc.problems.append(Problem(doc.file, None, None, "error", f"not UTF-8 text: {exc}"))
+        return doc
+    except json.JSONDecodeError as exc:
+        msg = f"malformed JSON: {exc.msg}"
+        doc.problems.append(Problem(doc.file, exc.lineno, exc.colno, "error", msg))
+        return doc
+    try:
+        doc.node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        doc.node = None
+    return doc
+
+
+def validate_manifest(
+    path: Path, name: str | None = None
+) -> tuple[BundleManifest | None, list[Problem]]:
+    """``manifest.json`` alone: schema, unknown fields, self-declared levels, contradictions."""
+    manifest, _, problems = _manifest(path, name)
+    return manifest, problems
+
+
+def _manifest(path: Path, name: str | None) -> tuple[BundleManifest | None, _Doc, list[Problem]]:
+    doc = _parse_json(path, name)
+    manifest, problems = _check_manifest(doc)
+    return manifest, doc, problems
+
+
+def _check_manifest(doc: _Doc) -> tuple[BundleManifest | None, list[Problem]]:
+    if doc.problems:
+        return None, doc.problems
+    if not isinstance(doc.data, dict):
+        return None, [doc.problem((), "a manifest must be a JSON object")]
+    try:
+        manifest = BundleManifest.model_validate(doc.data)
+    except ValidationError as exc:
+        return None, _pydantic_problems(doc, exc, _MANIFEST_FIELDS)
+    out: list[Problem] = []
+    for key in manifest.model_extra or {}:
+        if key in SELF_DECLARED_LEVEL_KEYS:
+            msg = f"{key!r} is ignored: evidence levels are derived from provenance, not declared"
+        else:
+            msg = f"unknown field {key!r} (kept, not used)"
+        out.append(doc.problem((key,), msg, "warning"))
+    for loc, msg in assess_evidence(manifest).contradictions:
+        out.append(doc.problem(loc, f"provenance contradiction: {msg}", "warning"))
+    return manifest, out
+
+
+def load_manifest(path: str | Path) -> BundleManifest:
+    """Read ``manifest.json``; raise ``DuplexInputError`` (with lines) on errors."""
+    path = Path(path)
+    manifest, problems = validate_manifest(path)
+    if manifest is None:
+        raise DuplexInputError(path, problems)
+    return manifest
+
+
+# --------------------------------------------------------------------------- ledger
+
+
+@dataclass
+class LedgerSummary:
+    """What the ledger check learned (used by the bundle check)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    n_events: int = 0
+    producers: set[str] = field(default_factory=set)
+    session_ids: Counter[str] = field(default_factory=Counter)
+    first_ns: dict[str, int] = field(default_factory=dict)
+    last_ns: dict[str, int] = field(default_factory=dict)
+    clocks: dict[str, ProducerClock] = field(default_factory=dict)
+
+    def span_ns(self, origin_ns: int | None = None) -> int | None:
+        """Session-clock time from ``origin_ns`` (default: the first event) to the last event."""
+        if not self.first_ns:
+            return None
+
+        def offset(p: str) -> int:
+            clock = self.clocks.get(p)
+            return clock.offset_ns if clock else 0
+
+        start = min(ns + offset(p) for p, ns in self.first_ns.items())
+        end = max(ns + offset(p) for p, ns in self.last_ns.items())
+        return end - (origin_ns if origin_ns is not None else start)
+
+
+class _Capped:
+    """Collects problems, listing each kind at most REPEAT_CAP times."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.items: list[Problem] = []
+        self.counts: Counter[str] = Counter()
+        self.example: dict[str, Literal["error", "warning"]] = {}
+
+    def add(
+        self, kind: str, line: int | None, message: str, severity: Literal["error", "warning"]
+    ) -> None:
+        self.counts[kind] += 1
+        if self.counts[kind] <= REPEAT_CAP:
+            self.items.append(Problem(self.file, line, None, severity, message))
+        else:
+            self.example.setdefault(kind, severity)
+
+    def finish(self) -> list[Problem]:
+        for kind, severity in self.example.items():
+            more = self.counts[kind] - REPEAT_CAP
+            msg = f"... {more} more line(s) with the same problem ({kind})"
+            self.items.append(Problem(self.file, None, None, severity, msg))
+        return self.items
+
+
+def validate_events(
+    path: Path, session_id: str | None = None, name: str | None = None
+) -> LedgerSummary:
+    """Check a ledger line by line (streamed): syntax, fields, ids, per-producer monotonicity.
+
+    Errors: malformed lines, missing/mistyped fields, duplicate ``event_id``, a session id
+    other than ``session_id``, a playback bound to two responses, a tool result without a
+    request. Warnings: unknown types, unknown fields, ``monotonic_ns`` going back within a
+    producer, ids used without their opening event, producers without a clock record.
+    """
+    file = name or str(path)
+    out = LedgerSummary()
+    cap = _Capped(file)
+    seen_ids: dict[str, int] = {}
+    last: dict[str, tuple[int, int]] = {}
+    created: set[str] = set()
+    started: set[str] = set()
+    requested: set[str] = set()
+    playback_response: dict[str, tuple[str, int]] = {}
+    uses_response: dict[str, int] = {}
+    uses_playback: dict[str, int] = {}
+    results: list[tuple[str, int, str]] = []
+    known_fields = set(Event.model_fields)
+    for line, item in read_events(path):
+        if isinstance(item, Problem):
+            cap.add("unparsable line", line, item.message, "error")
+            continue
+        ev: Event = item
+        out.n_events += 1
+        out.producers.add(ev.producer)
+        out.session_ids[ev.session_id] += 1
+        if ev.event_id in seen_ids:
+            msg = f"duplicate event_id {ev.event_id!r} (first on line {seen_ids[ev.event_id]})"
+            cap.add("duplicate event_id", line, msg, "error")
+        else:
+            seen_ids[ev.event_id] = line
+        if session_id is not None and ev.session_id != session_id:
+            msg = f"session_id {ev.session_id!r} is not the bundle's {session_id!r}"
+            cap.add("foreign session_id", line, msg, "error")
+        if not ev.known_type:
+            cap.add(
+                f"unknown type {ev.event_type}", line, unknown_event_hint(ev.event_type), "warning"
+            )
+        for extra in (ev.model_extra or {}).keys() - known_fields:
+            msg = f"unknown field {extra!r} (kept; put producer-specific values in data)"
+            cap.add("unknown field", line, msg, "warning")
+        if ev.event_type == CLOCK_EVENT_TYPE:
+            clock = ProducerClock.from_event(ev)
+            old = out.clocks.get(clock.producer)
+            if old is None or clock.uncertainty_ns <= old.uncertainty_ns:
+                out.clocks[clock.producer] = clock
+            continue
+        prev = last.get(ev.producer)
+        if prev is not None and ev.monotonic_ns < prev[0]:
+            msg = (
+                f"monotonic_ns of producer {ev.producer!r} goes back "
+                f"{_duration(prev[0] - ev.monotonic_ns)} (line {prev[1]} was later)"
+            )
+            cap.add(f"non-monotonic {ev.producer}", line, msg, "warning")
+        last[ev.producer] = (ev.monotonic_ns, line)
+        out.first_ns[ev.producer] = min(
+            out.first_ns.get(ev.producer, ev.monotonic_ns), ev.monotonic_ns
+        )
+        out.last_ns[ev.producer] = max(
+            out.last_ns.get(ev.producer, ev.monotonic_ns), ev.monotonic_ns
+        )
+        _track_ids(
+            ev,
+            line,
+            cap,
+            created,
+            started,
+            requested,
+            playback_response,
+            uses_response,
+            uses_playback,
+            results,
+        )
+    for rid, line in uses_response.items():
+        if rid not in created:
+            msg = f"response_id {rid!r} is used but no response.created has it"
+            cap.add("response without response.created", line, msg, "warning")
+    for pid, line in uses_playback.items():
+        if pid not in started:
+            msg = f"playback_id {pid!r} is used but no playback.started has it"
+            cap.add("playback without playback.started", line, msg, "warning")
+    for key, line, etype in results:
+        if key not in requested:
+            msg = (
+                f"{etype} for {key.replace(':', ' ', 1)} that was never requested (tool.requested)"
+            )
+            cap.add("tool result without request", line, msg, "error")
+    if len(out.producers) > 1:
+        for producer in sorted(out.producers - set(out.clocks)):
+            if producer in out.first_ns:
+                msg = (
+                    f"producer {producer!r} has no clock.producer record: its monotonic_ns is "
+                    "assumed to be on the session clock"
+                )
+                cap.add(f"no clock {producer}", None, msg, "warning")
+    if session_id is None and len(out.session_ids) > 1:
+        ids = ", ".join(sorted(out.session_ids)[:5])
+        cap.add(
+            "several sessions",
+            None,
+            f"the ledger mixes {len(out.session_ids)} sessions: {ids}",
+            "warning",
+        )
+    if out.n_events == 0 and not cap.counts:
+        cap.add("empty", None, "the ledger has no events", "error")
+    out.problems = cap.finish()
+    return out
+
+
+def _duration(ns: int) -> str:
+    return f"{ns / 1e6:.3f} ms" if ns >= 1_000_000 else f"{ns} ns"
+
+
+def _track_ids(
+    ev: Event,
+    line: int,
+    cap: _Capped,
+    created: set[str],
+    started: set[str],
+    requested: set[str],
+    playback_response: dict[str, tuple[str, int]],
+    uses_response: dict[str, int],
+    uses_playback: dict[str, int],
+    results: list[tuple[str, int, str]],
+) -> None:
+    t = ev.event_type
+    if ev.response_id:
+        if t == "response.created":
+            created.add(ev.response_id)
+        else:
+            uses_response.setdefault(ev.response_id, line)
+    if ev.playback_id:
+        if t == "playback.started":
+            started.add(ev.playback_id)
+        else:
+            uses_playback.setdefault(ev.playback_id, line)
+        if ev.response_id:
+            bound = playback_response.setdefault(ev.playback_id, (ev.response_id, line))
+            if bound[0] != ev.response_id:
+                msg = (
+                    f"playback_id {ev.playback_id!r} belongs to response {bound[0]!r} "
+                    f"(line {bound[1]}), here to {ev.response_id!r}"
+                )
+                cap.add("playback bound to two responses", line, msg, "error")
+    if t.startswith("tool."):
+        call = ev.data.get("call_id")
+        keys = [f"call:{call}"] if isinstance(call, str) and call else []
+        if ev.task_id:
+            keys.append(f"task:{ev.task_id}")
+        if t == "tool.requested":
+            requested.update(keys)
+        elif t in ("tool.completed", "tool.failed") and keys:
+            results.append((keys[0], line, t))
+
+
+# --------------------------------------------------------------------------- bundle
+
+
+def validate_bundle(folder: Path) -> list[Problem]:
+    """A bundle directory: files present, hashes, audio, ledger, ids, scenario copy."""
+    problems: list[Problem] = []
+
+    def name(rel: str) -> str:
+        return str(folder / rel)
+
+    for rel in REQUIRED_BUNDLE_FILES:
+        if not (folder / rel).is_file():
+            problems.append(Problem(name(rel), None, None, "error", "required bundle file missing"))
+    manifest: BundleManifest | None = None
+    mdoc: _Doc | None = None
+    if (folder / "manifest.json").is_file():
+        manifest, mdoc, mprobs = _manifest(folder / "manifest.json", name("manifest.json"))
+        problems += mprobs
+    if manifest is not None and mdoc is not None:
+        problems += _check_hashes(folder, manifest, mdoc)
+    ledger: LedgerSummary | None = None
+    if (folder / "events.jsonl").is_file():
+        sid = manifest.session_id if manifest else None
+        ledger = validate_events(folder / "events.jsonl", sid, name("events.jsonl"))
+        problems += ledger.problems
+    problems += _check_audio(folder, manifest, ledger)
+    for rel in ("tool-audit.json", "final-state.json"):
+        if (folder / rel).is_file():
+            problems += _parse_json(folder / rel, name(rel)).problems
+    if (folder / "scenario.yaml").is_file():
+        doc = _parse_yaml(folder / "scenario.yaml", name("scenario.yaml"))
+        problems += doc.problems
+        if doc.data is not None:
+            sc, sprobs = _check_scenario(doc, folder)
+            problems += sprobs
+            if sc is not None and manifest is not None and manifest.scenario is not None:
+                ref = manifest.scenario
+                if (ref.id, ref.version) != (sc.id, sc.version):
+                    msg = (
+                        f"scenario.yaml is {sc.id} v{sc.version} but the manifest names "
+                        f"{ref.id} v{ref.version}"
+                    )
+                    problems.append(Problem(name("scenario.yaml"), 1, None, "error", msg))
+    return problems
+
+
+def _check_hashes(folder: Path, manifest: BundleManifest, mdoc: _Doc) -> list[Problem]:
+    out: list[Problem] = []
+    listed = set()
+    root = folder.resolve()
+    for i, entry in enumerate(manifest.files):
+        loc: Loc = ("files", i, "path")
+        listed.add(entry.path)
+        target = (folder / entry.path).resolve()
+        if not target.is_relative_to(root):
+            out.append(mdoc.problem(loc, f"{entry.path} points outside the bundle"))
+            continue
+        if not target.is_file():
+            out.append(mdoc.problem(loc, f"{entry.path} is listed but missing"))
+            continue
+        size = target.stat().st_size
+        if size != entry.bytes:
+            msg = f"{entry.path} has {size} bytes, the manifest says {entry.bytes}"
+            out.append(mdoc.problem(("files", i, "bytes"), msg))
+        elif sha256_file(target) != entry.sha256:
+            out.append(mdoc.problem(("files", i, "sha256"), f"{entry.path}: sha256 does not match"))
+    for rel in (*REQUIRED_BUNDLE_FILES, *OPTIONAL_BUNDLE_FILES):
+        if rel != "manifest.json" and rel not in listed and (folder / rel).is_file():
+            msg = f"{rel} is not listed in manifest.files (no hash protects it)"
+            out.append(mdoc.problem(("files",), msg, "warning"))
+    return out
+
+
+def _check_audio(
+    folder: Path, manifest: BundleManifest | None, ledger: LedgerSummary | None
+) -> list[Problem]:
+    import soundfile as sf
+
+    out: list[Problem] = []
+    origin = manifest.clock.audio_origin_ns if manifest else None
+    span = ledger.span_ns(origin) if ledger else None
+    durations: dict[str, float] = {}
+    for rel in ("input.wav", "output.wav", "mixed.wav"):
+        path = folder / rel
+        if not path.is_file():
+            continue
+        try:
+            info = sf.info(str(path))
+            frames, rate, channels = int(info.frames), int(info.samplerate), int(info.channels)
+        except Exception as exc:
+            out.append(Problem(str(path), None, None, "error", f"audio not readable: {exc}"))
+            continue
+        if frames <= 0 or rate <= 0:
+            out.append(Problem(str(path), None, None, "error", "audio has no samples"))
+            continue
+        durations[rel] = frames / rate
+        entry = manifest.file(rel) if manifest else None
+        expected = entry.channels if entry and entry.channels else EXPECTED_CHANNELS.get(rel)
+        if expected is not None and channels != expected:
+            if channels == 1 and expected == 2:
+                msg = "mono where stereo is expected (left: input, right: output)"
+            else:
+                msg = f"{channels} channel(s) where {expected} are expected"
+            out.append(Problem(str(path), None, None, "error", msg))
+        if span is not None and frames / rate * 1e9 + AUDIO_SPAN_TOLERANCE_MS * 1e6 < span:
+            msg = (
+                f"audio lasts {frames / rate:.3f} s but the ledger spans {span / 1e9:.3f} s "
+                "of session time: the audio does not cover the events"
+            )
+            out.append(Problem(str(path), None, None, "error", msg))
+    if "input.wav" in durations and "output.wav" in durations:
+        gap = abs(durations["input.wav"] - durations["output.wav"])
+        if gap * 1000 > AUDIO_SPAN_TOLERANCE_MS:
+            msg = (
+                f"input.wav ({durations['input.wav']:.3f} s) and output.wav "
+                f"({durations['output.wav']:.3f} s) differ in length; both should cover the "
+                "same timeline"
+            )
+            out.append(Problem(str(folder / "output.wav"), None, None, "warning", msg))
+    return out
