@@ -10,7 +10,13 @@ from pathlib import Path
 
 import click
 
-from voxeval.cli.common import EXIT_FAILED, EXIT_OK
+from voxeval.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    print_result_path,
+    progress_bar,
+    results_out_option,
+)
 
 SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix")
 
@@ -75,3 +81,75 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
     schemas = json_schemas(kinds)
     body = schemas[kind] if kind else schemas
     click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+@duplex.command("score")
+@click.option(
+    "--stereo",
+    "stereo",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Two-channel recording (or a folder of them). Repeatable.",
+)
+@click.option(
+    "--user",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The user side as its own file (with --agent).",
+)
+@click.option(
+    "--agent",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The agent side as its own file (with --user).",
+)
+@click.option(
+    "--user-channel",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 1),
+    help="Which channel of a stereo file is the user.",
+)
+@click.option(
+    "--labels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Expected turn actions, JSONL: call, start_s, end_s, expected_actions.",
+)
+@click.option(
+    "--detector",
+    type=click.Choice(["silero", "webrtc", "energy"]),
+    default="silero",
+    show_default=True,
+    help="Speech detector for the acoustic events.",
+)
+@click.option(
+    "--system",
+    default="recordings",
+    show_default=True,
+    help="Name of the system under test, for the report.",
+)
+@results_out_option
+def score_cmd(
+    stereo: tuple[Path, ...],
+    user: Path | None,
+    agent: Path | None,
+    user_channel: int,
+    labels: Path | None,
+    detector: str,
+    system: str,
+    out: Path,
+) -> None:
+    """Score two-channel call recordings: response latency, barge-in stop time, backchannels,
+    bystanders, takeovers; every rate with its denominator."""
+    from voxeval.suites.duplex.stereo import calls_from_paths, score_calls
+
+    calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+    with progress_bar() as progress:
+        task = progress.add_task("calls", total=len(calls), status="")
+        store = score_calls(
+            calls,
+            out,
+            detector=detector,
+            system=system,
+            on_record=lambda rec: progress.advance(task),
+        )
+    click.echo(f"report: {store.path / 'report.html'}", err=True)
+    print_result_path(store.path)

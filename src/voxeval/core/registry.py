@@ -125,6 +125,7 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
 
 BUILTIN_SUITES: dict[str, str] = {
     "asr": "voxeval.suites.asr.suite:SUITE",
+    "duplex": "voxeval.suites.duplex.suite:SUITE",
     "demo": "voxeval.demo:DEMO_SUITE",
 }
 
