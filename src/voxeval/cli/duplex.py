@@ -153,3 +153,66 @@ def score_cmd(
         )
     click.echo(f"report: {store.path / 'report.html'}", err=True)
     print_result_path(store.path)
+
+
+@duplex.command("import-realtime")
+@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@results_out_option
+@click.option(
+    "--session-id",
+    default=None,
+    help="Ledger session_id (default: the Realtime session id, else the log's file name).",
+)
+@click.option(
+    "--time-unit",
+    type=click.Choice(["auto", "s", "ms", "us", "ns"]),
+    default="auto",
+    show_default=True,
+    help="Unit of numeric timestamps without a unit suffix (auto: detected).",
+)
+def import_realtime_cmd(log: Path, out: Path, session_id: str | None, time_unit: str) -> None:
+    """Import an OpenAI Realtime event log (JSONL or JSON array) as a voxeval ledger.
+
+    Writes OUT/<run_id>/events.jsonl and import.json (counts, clock estimate, problems) and
+    prints the run folder last. Problems go to stderr as FILE:LINE: SEVERITY: MESSAGE.
+    Exit 0 when every record was imported (warnings allowed), 1 when some records could not
+    be imported (the rest is written), 2 for usage errors or a log with nothing to import.
+    """
+    import json
+
+    from voxeval.cli.common import EXIT_USAGE
+    from voxeval.core.runstore import new_run_id
+    from voxeval.suites.duplex.ledger import write_events
+    from voxeval.suites.duplex.realtime_import import import_realtime_log
+
+    result = import_realtime_log(
+        log, session_id=session_id, time_unit=None if time_unit == "auto" else time_unit
+    )
+    for problem in result.problems:
+        click.echo(problem.format(), err=True)
+    if not result.events:
+        click.echo(f"error: nothing could be imported from {log}", err=True)
+        sys.exit(EXIT_USAGE)
+    run_dir = out / new_run_id("realtime-import")
+    run_dir.mkdir(parents=True, exist_ok=False)
+    ledger = run_dir / "events.jsonl"
+    write_events(ledger, result.events)
+    report = {
+        "stats": result.stats,
+        "problems": [
+            {"file": p.file, "line": p.line, "severity": p.severity, "message": p.message}
+            for p in result.problems
+        ],
+    }
+    (run_dir / "import.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    stats = result.stats
+    click.echo(
+        f"{stats.get('imported_records', 0)} of {stats.get('records', 0)} record(s) imported "
+        f"as {len(result.events)} event(s); {stats.get('errors', 0)} error(s), "
+        f"{stats.get('warnings', 0)} warning(s); ledger: {ledger}",
+        err=True,
+    )
+    print_result_path(run_dir)
+    sys.exit(EXIT_FAILED if result.errors else EXIT_OK)

@@ -165,10 +165,12 @@ KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
         "session.connected",
         "session.disconnected",
         "session.resumed",
+        "session.error",
         "clock.producer",
     }
 )
-KNOWN_EVENT_PREFIXES: tuple[str, ...] = ("network.", "acoustic.", "fault.")
+# ``realtime.*``: OpenAI Realtime protocol events kept verbatim by the importer.
+KNOWN_EVENT_PREFIXES: tuple[str, ...] = ("network.", "acoustic.", "fault.", "realtime.")
 CLOCK_EVENT_TYPE = "clock.producer"
 
 # OpenAI Realtime protocol names (GA and beta) that people write into a ledger verbatim, and
@@ -181,7 +183,7 @@ REALTIME_EVENT_HINTS: dict[str, str] = {
     "response.audio.delta": "tts.chunk",  # beta name
     "response.output_audio.delta": "tts.chunk",  # GA name
     "output_audio_buffer.started": "playback.started (server buffer, not acoustic truth)",
-    "output_audio_buffer.stopped": "playback.completed (server buffer, not acoustic truth)",
+    "output_audio_buffer.stopped": "playback.stopped (server buffer, not acoustic truth)",
     "output_audio_buffer.cleared": "playback.interrupted (server buffer, not acoustic truth)",
     "conversation.item.truncated": "playback.interrupted with played_until_ms = audio_end_ms",
     "response.function_call_arguments.done": "tool.requested",
