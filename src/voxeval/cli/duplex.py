@@ -216,3 +216,82 @@ def import_realtime_cmd(log: Path, out: Path, session_id: str | None, time_unit:
     )
     print_result_path(run_dir)
     sys.exit(EXIT_FAILED if result.errors else EXIT_OK)
+
+
+@duplex.command("gate")
+@click.argument("run", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--matrix",
+    "-m",
+    "matrix_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Acceptance matrix YAML (gates with statistic, threshold, minimum evidence, on_fail).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A previous duplex run: per gate, current - baseline with a CI and a regression flag.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write JUnit XML here (one testcase per gate) for Jenkins or GitLab.",
+)
+@click.option(
+    "--system",
+    default=None,
+    help="Which system of the run to gate (needed only when the run has several).",
+)
+@results_out_option
+def gate_cmd(
+    run: Path,
+    matrix_path: Path,
+    baseline: Path | None,
+    junit: Path | None,
+    system: str | None,
+    out: Path,
+) -> None:
+    """Check a duplex run against an acceptance matrix and recommend one release action.
+
+    Per gate: preconditions (measured, enough samples per split, failures replayable,
+    versions recorded), evidence level, then threshold. Prints the gate table and the
+    recommendation (roll_back > block > keep_in_shadow > collect_more_data > ship) with
+    its reasons; writes OUT/<run_id>/gate.json and gate.md and prints that folder last.
+
+    Exit 0 only when the recommendation is ship; 1 otherwise, including collect_more_data
+    (nothing was shown to pass); 2 for usage errors (a matrix with problems is printed as
+    FILE:LINE: SEVERITY: MESSAGE, or a folder that is not a duplex run).
+    """
+    from voxeval.cli.common import EXIT_USAGE
+    from voxeval.core.errors import InputError
+    from voxeval.suites.duplex.gates import (
+        evaluate_matrix,
+        metric_table_from_run,
+        render_text,
+        write_gate_report,
+        write_junit,
+    )
+    from voxeval.suites.duplex.validate import DuplexInputError, load_matrix, validate_path
+
+    try:
+        matrix = load_matrix(matrix_path)
+    except DuplexInputError as exc:
+        for problem in exc.problems:
+            click.echo(problem.format(), err=True)
+        sys.exit(EXIT_USAGE)
+    for problem in validate_path(matrix_path):
+        click.echo(problem.format(), err=True)  # warnings only: errors were refused above
+    try:
+        table = metric_table_from_run(run, system=system)
+        base = metric_table_from_run(baseline, system=system) if baseline else None
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    report = evaluate_matrix(matrix, table, baseline=base)
+    click.echo(render_text(report))
+    path = write_gate_report(report, out)
+    if junit is not None:
+        click.echo(f"junit: {write_junit(report, junit)}", err=True)
+    print_result_path(path)
+    sys.exit(report.exit_code)

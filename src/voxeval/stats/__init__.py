@@ -1,4 +1,5 @@
-"""Statistics shared by all suites: bootstrap CIs, Wilson intervals, paired tests, ranks."""
+"""Statistics shared by all suites: bootstrap CIs, Wilson intervals, paired tests, ranks,
+latency percentiles with censoring."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ from voxeval.stats.intervals import (
     paired_bootstrap_ratio_diff,
     wilson_interval,
 )
+from voxeval.stats.percentiles import (
+    MIN_N_P99,
+    SOFT_N_P95,
+    LatencyValue,
+    percentile_summary,
+    summarize_values,
+)
 from voxeval.stats.ranks import rank_agreement
 
 __all__ = [
+    "MIN_N_P99",
+    "SOFT_N_P95",
+    "LatencyValue",
     "bootstrap_ratio_ci",
     "paired_bootstrap_ratio_diff",
+    "percentile_summary",
     "rank_agreement",
+    "summarize_values",
     "wilson_interval",
 ]

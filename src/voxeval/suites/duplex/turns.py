@@ -114,6 +114,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from voxeval.stats.intervals import wilson_interval
+from voxeval.stats.percentiles import MIN_N_P99 as MIN_N_P99  # re-exported
+from voxeval.stats.percentiles import SOFT_N_P95 as SOFT_N_P95  # re-exported
+from voxeval.stats.percentiles import LatencyValue, percentile_summary
 
 __all__ = [
     "ACTIONS",
@@ -154,10 +157,6 @@ SPEECH, BACKCHANNEL, BACKGROUND, NOISE = "speech", "backchannel", "background", 
 BARGE_IN, RESUME = "barge_in", "resume"
 YIELD_ACTIONS = frozenset({"interrupt", "listen", "pause"})
 """Expected actions that require an agent that is talking to stop."""
-
-MIN_N_P99 = 100
-"""P99 is reported only from 100 values on (see ``percentile_summary``)."""
-SOFT_N_P95 = 20
 
 FDB_SOURCES = {
     "v1.0": "Full-Duplex-Bench v1_v1.5/evaluation/eval_{pause_handling,smooth_turn_taking,"
@@ -392,16 +391,6 @@ class Rate:
     events: list[str]
     denominator: list[str]
     definition: str
-
-
-@dataclass
-class LatencyValue:
-    """One latency pair; ``censored`` pairs have no end (``value_ms`` is None)."""
-
-    ref: str
-    value_ms: float | None
-    censored: bool
-    censored_after_ms: float | None = None
 
 
 @dataclass
@@ -1397,108 +1386,6 @@ def _summary_labels(a: CallAnalysis) -> dict[str, Any]:
         and all(e.outcome in ("correct_yield", "correct_continue") for e in overlaps)
         and not any(e.outcome == "false_response" for e in a.events),
     }
-
-
-# --------------------------------------------------------------------------- percentiles
-
-
-def _order_stat(sorted_vals: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated quantile (numpy's default) of sorted values that may hold +inf
-    (censored); None when the result depends on a censored value."""
-    n = len(sorted_vals)
-    h = (n - 1) * q
-    lo, hi = math.floor(h), math.ceil(h)
-    a, b = sorted_vals[lo], sorted_vals[hi]
-    if math.isinf(b) or math.isinf(a):
-        return None
-    return a + (b - a) * (h - lo)
-
-
-def percentile_summary(
-    values: Sequence[LatencyValue],
-    clusters: Sequence[str] | None = None,
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """P50/P95/P99 of latency pairs, censored pairs ranked above every observed value.
-
-    Returns ``n`` (all pairs), ``n_observed``, ``n_censored``, ``p50``/``p95``/``p99`` (ms; None
-    with a reason in ``withheld`` when the percentile falls among censored pairs or n is too
-    small), ``min``/``max`` of the observed values and, with ``clusters`` (one label per value),
-    95 % bootstrap intervals ``p50_ci``/``p95_ci`` resampling whole clusters (calls).
-
-    Rule for P99: withheld when ``n < 100``. A percentile q estimates something beyond the sample
-    maximum only when about ``1 / (1 - q)`` values are available (100 for P99): with fewer, the
-    interpolated P99 lies between the two largest values and merely restates the maximum. The same
-    arithmetic makes P95 near-maximum below n = 20; it is still reported, with a note.
-    """
-    vals = sorted(math.inf if v.censored or v.value_ms is None else v.value_ms for v in values)
-    n = len(vals)
-    observed = [v for v in vals if math.isfinite(v)]
-    out: dict[str, Any] = {
-        "n": n,
-        "n_observed": len(observed),
-        "n_censored": n - len(observed),
-        "min": observed[0] if observed else None,
-        "max": observed[-1] if observed else None,
-        "mean_observed": float(np.mean(observed)) if observed else None,
-        "withheld": {},
-        "notes": [],
-    }
-    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
-        if n == 0:
-            out[name] = None
-            out["withheld"][name] = "no values"
-            continue
-        if name == "p99" and n < MIN_N_P99:
-            out[name] = None
-            out["withheld"][name] = (
-                f"n = {n} < {MIN_N_P99}: below 100 values P99 only restates the sample maximum"
-            )
-            continue
-        v = _order_stat(vals, q)
-        out[name] = v
-        if v is None:
-            out["withheld"][name] = (
-                "falls among censored pairs (no end event): at least the censoring time"
-            )
-    if 0 < n < SOFT_N_P95:
-        out["notes"].append(f"n = {n} < {SOFT_N_P95}: P95 lies near the sample maximum")
-    if clusters is not None and n:
-        out.update(_bootstrap_ci(values, clusters, n_boot=n_boot, seed=seed))
-    return out
-
-
-def _bootstrap_ci(
-    values: Sequence[LatencyValue], clusters: Sequence[str], *, n_boot: int, seed: int
-) -> dict[str, Any]:
-    keys = sorted(set(clusters))
-    groups: dict[str, list[float]] = {k: [] for k in keys}
-    for v, c in zip(values, clusters, strict=True):
-        groups[c].append(math.inf if v.censored or v.value_ms is None else float(v.value_ms))
-    units: list[list[float]] = (
-        [groups[k] for k in keys] if len(keys) > 1 else [[x] for x in groups[keys[0]]]
-    )
-    if len(units) < 2:
-        return {"p50_ci": None, "p95_ci": None, "ci_clusters": len(keys)}
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(units), size=(n_boot, len(units)))
-    out: dict[str, Any] = {"ci_clusters": len(keys), "ci_method": "percentile bootstrap over calls"}
-    for name, q in (("p50", 0.5), ("p95", 0.95)):
-        stats = []
-        for row in draws:
-            pooled = sorted(x for i in row for x in units[i])
-            s = _order_stat(pooled, q)
-            stats.append(math.inf if s is None else s)
-        stats.sort()
-        lo = stats[math.floor(0.025 * (len(stats) - 1))]
-        hi = stats[math.ceil(0.975 * (len(stats) - 1))]
-        out[f"{name}_ci"] = [
-            None if math.isinf(lo) else lo,
-            None if math.isinf(hi) else hi,
-        ]
-    return out
 
 
 # --------------------------------------------------------------------------- aggregation

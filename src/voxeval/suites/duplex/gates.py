@@ -1,0 +1,1719 @@
+"""Acceptance gates and the release decision (DESIGN.md, "Full-duplex ledger and bundle").
+
+A duplex run's report becomes a ``MetricTable`` (``metric_table_from_report``): per metric the
+measured statistics, the items behind them (so a baseline comparison can resample them), the
+evidence level they were measured at, per-split values and, per session, where it can be
+replayed from. ``evaluate_matrix`` checks an ``AcceptanceMatrix`` against the table, gate by
+gate, in a fixed order:
+
+1. **Preconditions**, each listed with its result: the metric was measured at all (else the
+   gate is ``unknown``); ``n >= gate.required_n`` overall and in every value of every
+   ``split_by`` key the run records (else ``insufficient_n``: collect more data; a run that
+   records no value for a split key counts as one group); every failure behind the metric is
+   replayable (its session names a bundle folder or recording that exists) and the run's
+   ``run.json`` records system specs, package versions and configuration (else
+   ``insufficient_evidence``).
+2. **Evidence**: the level the metric was measured at must be at least ``gate.min_evidence``;
+   a metric measured below it, or with unknown provenance (recordings scored without a bundle
+   manifest), cannot pass (``insufficient_evidence``).
+3. **Threshold**: ``Gate.passes`` on the statistic, overall and in every split value; every
+   group must pass. A percentile that falls among censored pairs (no end event) counts as
+   +infinity: it fails an upper bound.
+
+The first step that does not hold decides the status (``pass | fail | insufficient_n |
+insufficient_evidence | unknown``); every blocker is listed in the gate's reasons, and the
+threshold outcome is shown even when it is not decisive. Each gate's metric row is labelled
+``VERIFIED`` at the level it was measured at, ``IMPLEMENTED`` (voxeval computes the metric, but
+this run holds no evidence for it: absent, n = 0, or provenance unknown) or ``UNKNOWN``
+(nothing in voxeval or the run measures it).
+
+With a baseline run, every gate also gets ``current - baseline`` with a 95 % CI: latencies by
+a percentile bootstrap over sessions (paired, i.e. the same session draw for both runs, when
+both runs hold the same sessions; independent otherwise), rates by the paired bootstrap of
+``stats.intervals`` (the engine of ``voxeval compare``) on identical session sets, else
+Newcombe's hybrid score interval for two independent proportions. Counts and plain values get
+the difference only. A difference whose CI lies entirely on the worse side (worse: above the
+threshold side for ``<``/``<=`` gates, below it for ``>``/``>=``, away from the threshold for
+``==``) is a ``regression``; improvements are flagged the same way, and the report lists
+metrics that improved next to those that got worse (trade-offs).
+
+The recommendation (one word, with reasons) follows ``PRECEDENCE``::
+
+    roll_back > block > keep_in_shadow > collect_more_data > ship
+
+``roll_back``: a failed gate whose ``on_fail`` is ``roll_back``, or a significant regression
+against the baseline on such a gate measured at the same evidence level in both runs;
+``block`` / ``keep_in_shadow`` / ``collect_more_data``: a failed gate with that ``on_fail``;
+``collect_more_data`` also when nothing failed but a gate is ``insufficient_n``,
+``insufficient_evidence`` or ``unknown``; ``ship`` only when every gate passes. The most severe
+applicable action wins. ``voxeval duplex gate`` exits 0 only for ``ship``: ``collect_more_data``
+exits 1 as well, since nothing was shown to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from voxeval.stats.intervals import paired_bootstrap_ratio_diff, wilson_interval
+from voxeval.suites.duplex.schema import (
+    EVIDENCE_LEVELS,
+    AcceptanceMatrix,
+    Gate,
+    OnFail,
+    Statistic,
+    evidence_at_least,
+)
+
+__all__ = [
+    "GATES_VERSION",
+    "METRIC_ALIASES",
+    "PRECEDENCE",
+    "BaselineDiff",
+    "Check",
+    "GateReport",
+    "GateResult",
+    "GateStatus",
+    "GroupValue",
+    "Measurement",
+    "MetricRow",
+    "MetricTable",
+    "Recommendation",
+    "ReplaySource",
+    "RowLabel",
+    "RunProvenance",
+    "Unit",
+    "evaluate_matrix",
+    "metric_table_from_report",
+    "metric_table_from_run",
+    "newcombe_interval",
+    "recommend",
+    "render_markdown",
+    "render_text",
+    "write_gate_report",
+    "write_junit",
+]
+
+GATES_VERSION = "1"
+
+MetricKind = Literal["latency", "rate", "count", "value"]
+
+
+class GateStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INSUFFICIENT_N = "insufficient_n"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+    UNKNOWN = "unknown"
+
+
+class Recommendation(StrEnum):
+    SHIP = "ship"
+    ROLL_BACK = "roll_back"
+    BLOCK = "block"
+    KEEP_IN_SHADOW = "keep_in_shadow"
+    COLLECT_MORE_DATA = "collect_more_data"
+
+
+class RowLabel(StrEnum):
+    """DESIGN.md's claim labels for a metric row."""
+
+    IMPLEMENTED = "IMPLEMENTED"
+    VERIFIED = "VERIFIED"
+    UNKNOWN = "UNKNOWN"
+
+
+PRECEDENCE: tuple[Recommendation, ...] = (
+    Recommendation.ROLL_BACK,
+    Recommendation.BLOCK,
+    Recommendation.KEEP_IN_SHADOW,
+    Recommendation.COLLECT_MORE_DATA,
+    Recommendation.SHIP,
+)
+"""Most severe first: when several actions apply, the first one in this order is recommended."""
+
+METRIC_ALIASES: dict[str, tuple[str, ...]] = {
+    "response_first_audio_ms": (
+        "response_first_audio_ms",  # bundle ledger pair (metrics.DEFAULT_PAIRS)
+        "response_first_audio",
+        "response_latency_ms",  # recordings: end of user turn -> agent audio onset
+    ),
+    "interrupt_stop_ms": (
+        "interrupt_stop_ms",  # bundle ledger pair
+        "interrupt_stop",
+        "barge_in_stop_ms",  # recordings: barge-in onset -> agent audio end
+    ),
+    "backchannel_false_cancel": (
+        "backchannel_false_cancel",
+        "backchannel_false_cancel_rate",
+        "false_yield_rate",  # recordings: stops at overlaps to talk through (backchannels and more)
+    ),
+    "bystander_false_response_per_hour": (
+        "bystander_false_response_per_hour",
+        "per_hour:bystander_false_response_rate",  # k / hours of the run's sessions
+    ),
+    "grounded_completion": ("grounded_completion", "goal_completion"),
+    "duplicate_side_effects": ("duplicate_side_effects",),
+    "stale_deliveries": ("stale_deliveries",),
+    "reconnect_success": (
+        "reconnect_success",
+        "reconnect_success_rate",
+        "completed:reconnect_recovery_ms",  # share of drops that reconnected (not censored)
+    ),
+}
+"""Matrix metric name -> report names tried in order. ``per_hour:R`` derives events per hour of
+session time from rate R; ``completed:L`` the share of latency L's pairs that ended. A matrix
+name that is not a key is looked up under its own name only."""
+
+_TASK_COUNT_NAMES = ("duplicate_side_effects", "stale_deliveries", "writes_after_stop")
+_LEVEL_RANK: dict[str, int] = {lvl: i for i, lvl in enumerate(EVIDENCE_LEVELS)}
+_QUANTILE = {Statistic.P50: 0.5, Statistic.P95: 0.95, Statistic.P99: 0.99}
+
+
+def _implemented_names() -> set[str]:
+    """Metric names some voxeval scorer computes (for the IMPLEMENTED label)."""
+    names = set(METRIC_ALIASES)
+    for sources in METRIC_ALIASES.values():
+        names.update(s.split(":", 1)[-1] for s in sources)
+    from voxeval.suites.duplex.task import CHECKS
+    from voxeval.suites.duplex.task import METRIC_ALIASES as TASK_ALIASES
+    from voxeval.suites.duplex.turns import DEFINITIONS
+
+    names.update(DEFINITIONS, CHECKS, TASK_ALIASES, _TASK_COUNT_NAMES)
+    try:
+        from voxeval.suites.duplex.metrics import DEFAULT_PAIRS
+    except ImportError:  # pragma: no cover - the ledger metrics module is optional here
+        return names
+    names.update(d.name for d in DEFAULT_PAIRS)
+    return names
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One item behind a metric: a latency pair, a rate opportunity or a counted instance.
+
+    ``session`` is the call or session the item belongs to (the unit of replay and of the
+    bootstrap); ``value_ms`` is None for a censored latency; ``event`` says whether a rate
+    opportunity was counted in k (a count's instances are events).
+    """
+
+    ref: str
+    session: str
+    value_ms: float | None = None
+    censored: bool = False
+    event: bool | None = None
+
+
+def _session_of(ref: str) -> str:
+    return ref.split("/", 1)[0]
+
+
+def _quantile_inf(sorted_vals: np.ndarray, q: float) -> float:
+    """numpy's linear-interpolated quantile of sorted values that may end in +inf (censored);
+    +inf when either neighbouring order statistic is censored."""
+    h = (sorted_vals.size - 1) * q
+    lo, hi = math.floor(h), math.ceil(h)
+    a, b = float(sorted_vals[lo]), float(sorted_vals[hi])
+    if math.isinf(a) or math.isinf(b):
+        return math.inf
+    return a + (b - a) * (h - lo)
+
+
+@dataclass
+class StatValue:
+    """A statistic read from a measurement: ``value`` (+inf: censored tail; None: not
+    available, with ``note`` saying why) and whether the statistic applies at all."""
+
+    value: float | None
+    note: str = ""
+    applies: bool = True
+
+
+@dataclass
+class Measurement:
+    """The measured statistics of one metric over one group (overall or a split value).
+
+    ``n`` is the statistic's denominator: latency pairs (censored ones included), rate
+    opportunities, sessions counted (counts) or opportunities (plain values). ``ci`` holds 95 %
+    intervals by statistic name (``rate``, ``p50``, ``p95``).
+    """
+
+    kind: MetricKind
+    n: int
+    value: float | None = None
+    k: int | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    n_censored: int = 0
+    withheld: dict[str, str] = field(default_factory=dict)
+    ci: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    units: list[Unit] = field(default_factory=list)
+
+    # -- constructors (for hand-built tables and derived metrics) ---------------------------
+    @classmethod
+    def latency(
+        cls,
+        values_ms: Sequence[float | None],
+        sessions: Sequence[str] | None = None,
+    ) -> Measurement:
+        """Latency pairs (None = censored); percentiles as ``stats.percentiles`` computes them."""
+        from voxeval.stats.percentiles import summarize_values
+
+        sess = list(sessions) if sessions is not None else [f"s{i}" for i in range(len(values_ms))]
+        if len(sess) != len(values_ms):
+            raise ValueError("sessions needs one label per value")
+        arr = np.array([math.inf if v is None else float(v) for v in values_ms], dtype=float)
+        summary = summarize_values(arr, sess if arr.size else None, unit="sessions")
+        units = [
+            Unit(f"{s}/{i}", s, None if v is None else float(v), v is None)
+            for i, (v, s) in enumerate(zip(values_ms, sess, strict=True))
+        ]
+        return cls._from_latency_summary(summary, units)
+
+    @classmethod
+    def _from_latency_summary(cls, s: Mapping[str, Any], units: list[Unit]) -> Measurement:
+        ci: dict[str, tuple[float | None, float | None]] = {}
+        for name in ("p50", "p95"):
+            bounds = s.get(f"{name}_ci")
+            if isinstance(bounds, list | tuple) and len(bounds) == 2:
+                ci[name] = (_num(bounds[0]), _num(bounds[1]))
+        return cls(
+            kind="latency",
+            n=int(s.get("n") or 0),
+            p50=_num(s.get("p50")),
+            p95=_num(s.get("p95")),
+            p99=_num(s.get("p99")),
+            n_censored=int(s.get("n_censored") or 0),
+            withheld={str(k): str(v) for k, v in (s.get("withheld") or {}).items()},
+            ci=ci,
+            units=units,
+        )
+
+    @classmethod
+    def rate(cls, k: int, n: int, sessions: Sequence[str] | None = None) -> Measurement:
+        """k of n with a Wilson interval; ``sessions`` (one per opportunity, events first)
+        lets the baseline comparison pair sessions and locate failures."""
+        if not 0 <= k <= n:
+            raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+        sess = list(sessions) if sessions is not None else [f"s{i}" for i in range(n)]
+        if len(sess) != n:
+            raise ValueError("sessions needs one label per opportunity")
+        units = [Unit(f"{s}/{i}", s, event=i < k) for i, s in enumerate(sess)]
+        lo, hi = wilson_interval(k, n)
+        return cls(
+            kind="rate",
+            n=n,
+            k=k,
+            value=k / n if n else None,
+            ci={"rate": (lo, hi)} if n else {},
+            units=units,
+        )
+
+    @classmethod
+    def count(cls, total: float, n: int, refs: Sequence[str] = ()) -> Measurement:
+        """A summed count over ``n`` sessions; ``refs`` locate the counted instances."""
+        units = [Unit(r, _session_of(r), event=True) for r in refs]
+        return cls(kind="count", n=n, value=float(total), k=int(total), units=units)
+
+    @classmethod
+    def scalar(
+        cls, value: float | None, n: int, k: int | None = None, units: Sequence[Unit] = ()
+    ) -> Measurement:
+        """A plain value (e.g. events per hour) over ``n`` opportunities."""
+        return cls(kind="value", n=n, value=value, k=k, units=list(units))
+
+    # -- reading ----------------------------------------------------------------------------
+    def statistic(self, stat: Statistic) -> StatValue:
+        """The gate statistic ``stat`` of this measurement."""
+        if self.kind == "latency":
+            if stat not in _QUANTILE:
+                return StatValue(None, f"{stat} does not apply to a latency", applies=False)
+            value = getattr(self, str(stat))
+            if value is not None:
+                return StatValue(float(value))
+            why = self.withheld.get(str(stat), "not reported")
+            if "censor" in why:
+                return StatValue(math.inf, f"{stat} {why}")
+            return StatValue(None, f"{stat} withheld: {why}")
+        if stat in _QUANTILE:
+            return StatValue(None, f"{stat} applies to latencies, not a {self.kind}", False)
+        if self.kind == "rate" and stat == Statistic.COUNT:
+            return StatValue(None if self.k is None else float(self.k))
+        if self.value is None:
+            return StatValue(None, "no value (n = 0)" if self.n == 0 else "no value reported")
+        return StatValue(float(self.value))
+
+
+def _num(x: Any) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+@dataclass
+class MetricRow:
+    """One metric as the run measured it: overall, per split value, and at which level.
+
+    ``name`` is the report's name; ``source`` says where it was read (or how it was derived);
+    ``splits[key][value]`` holds per-split measurements (key: route, category, device, ...).
+    ``evidence_level`` is L1..L4, or None when the provenance is unknown.
+    """
+
+    name: str
+    source: str
+    overall: Measurement
+    splits: dict[str, dict[str, Measurement]] = field(default_factory=dict)
+    evidence_level: str | None = None
+    evidence_note: str = ""
+    definition: str = ""
+
+
+@dataclass
+class ReplaySource:
+    """Where a session can be replayed from (bundle folder or recording) and whether it exists."""
+
+    session: str
+    path: str | None
+    exists: bool
+
+
+@dataclass
+class RunProvenance:
+    """What ``run.json`` records about the run: system specs, versions, configuration."""
+
+    run_id: str | None = None
+    systems: list[str] = field(default_factory=list)
+    packages: dict[str, str] = field(default_factory=dict)
+    voxeval_version: str | None = None
+    config_recorded: bool = False
+
+    @classmethod
+    def from_run_info(cls, info: Mapping[str, Any]) -> RunProvenance:
+        config = info.get("config")
+        systems = config.get("systems") if isinstance(config, dict) else None
+        packages = info.get("packages")
+        return cls(
+            run_id=info.get("run_id"),
+            systems=[str(s) for s in systems] if isinstance(systems, list) else [],
+            packages=dict(packages) if isinstance(packages, dict) else {},
+            voxeval_version=info.get("voxeval_version"),
+            config_recorded=isinstance(config, dict) and bool(config),
+        )
+
+    def problems(self) -> list[str]:
+        """What is missing for the run to count as recorded (empty: all recorded)."""
+        out = []
+        if not self.systems:
+            out.append("run.json names no system specs (config.systems)")
+        if not self.packages:
+            out.append("run.json records no package versions")
+        if not self.voxeval_version:
+            out.append("run.json records no voxeval version")
+        if not self.config_recorded:
+            out.append("run.json records no configuration")
+        return out
+
+
+@dataclass
+class MetricTable:
+    """The measured values a matrix is checked against (one system of one run).
+
+    ``rows`` are keyed by report name; ``lookup`` resolves a matrix metric name through
+    ``METRIC_ALIASES``. ``replay`` maps session ids to their replay source; ``hours`` is the
+    total session time (for per-hour metrics); ``provenance`` is None when there is no run.json.
+    """
+
+    rows: dict[str, MetricRow] = field(default_factory=dict)
+    run_id: str | None = None
+    system: str | None = None
+    evidence_level: str | None = None
+    evidence_note: str = ""
+    replay: dict[str, ReplaySource] = field(default_factory=dict)
+    provenance: RunProvenance | None = None
+    hours: float | None = None
+    errored_items: list[str] = field(default_factory=list)
+
+    def lookup(self, metric: str) -> tuple[MetricRow | None, list[str]]:
+        """The row measuring matrix metric ``metric`` (None if none), and the names tried."""
+        tried = list(METRIC_ALIASES.get(metric, ()))
+        if metric not in tried:
+            tried.insert(0, metric)
+        for name in tried:
+            row = self._resolve(name)
+            if row is not None:
+                return row, tried
+        return None, tried
+
+    def _resolve(self, name: str) -> MetricRow | None:
+        kind, _, base = name.partition(":")
+        if not base:
+            return self.rows.get(name)
+        src = self.rows.get(base)
+        if src is None:
+            return None
+        if kind == "per_hour" and src.overall.kind == "rate" and self.hours:
+            hours = self.hours
+            return _derived(src, f"per_hour({base})", lambda m: _per_hour(m, hours))
+        if kind == "completed" and src.overall.kind == "latency":
+            return _derived(src, f"completed({base})", _completed)
+        return None
+
+    def unreplayable(self, units: Iterable[Unit]) -> list[str]:
+        """Sessions among ``units`` that cannot be replayed (no source, or it is missing)."""
+        bad = []
+        for s in sorted({u.session for u in units}):
+            src = self.replay.get(s)
+            if src is None or not src.exists:
+                bad.append(s)
+        return bad
+
+
+def _derived(src: MetricRow, source: str, fn: Any) -> MetricRow:
+    return MetricRow(
+        name=source,
+        source=f"derived: {source}",
+        overall=fn(src.overall),
+        splits={k: {v: fn(m) for v, m in vals.items()} for k, vals in src.splits.items()},
+        evidence_level=src.evidence_level,
+        evidence_note=src.evidence_note,
+        definition=f"derived from {src.name}",
+    )
+
+
+def _per_hour(m: Measurement, hours: float) -> Measurement:
+    """Events per hour of session time; n stays the opportunities (no opportunity: no value)."""
+    k = m.k or 0
+    return Measurement.scalar(
+        k / hours if m.n else None, m.n, k=k, units=[u for u in m.units if u.event]
+    )
+
+
+def _completed(m: Measurement) -> Measurement:
+    """Share of latency pairs that ended (not censored), as a rate."""
+    units = [Unit(u.ref, u.session, event=not u.censored) for u in m.units]
+    k = m.n - m.n_censored
+    lo, hi = wilson_interval(k, m.n)
+    return Measurement(
+        kind="rate",
+        n=m.n,
+        k=k,
+        value=k / m.n if m.n else None,
+        ci={"rate": (lo, hi)} if m.n else {},
+        units=units,
+    )
+
+
+# --------------------------------------------------------------------------- from a report
+
+
+def _level(x: Any) -> str | None:
+    return x if isinstance(x, str) and x in _LEVEL_RANK else None
+
+
+def _session_levels(report: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> dict:
+    out: dict[str, str | None] = {}
+    ev = report.get("evidence") if isinstance(report.get("evidence"), dict) else {}
+    sessions = ev.get("sessions") if ev else None
+    if isinstance(sessions, dict):
+        for sid, lvl in sessions.items():
+            out[str(sid)] = _level(lvl.get("level") if isinstance(lvl, dict) else lvl)
+    elif isinstance(sessions, list):
+        for s in sessions:
+            if isinstance(s, dict):
+                sid = s.get("session_id") or s.get("id")
+                if sid is not None:
+                    out[str(sid)] = _level(s.get("level"))
+    for e in entries:
+        lvl = e.get("evidence_level")
+        if lvl is None and isinstance(e.get("evidence"), dict):
+            lvl = e["evidence"].get("level")
+        if lvl is not None:
+            out[str(e.get("id") or e.get("session_id"))] = _level(lvl)
+    return out
+
+
+def _replay_source(entry: Mapping[str, Any], run_dir: Path | None) -> ReplaySource:
+    sid = str(entry.get("id") or entry.get("session_id"))
+
+    def resolve(p: str) -> Path:
+        path = Path(p)
+        return path if path.is_absolute() or run_dir is None else run_dir / path
+
+    for key in ("bundle", "bundle_path", "bundle_dir"):
+        value = entry.get(key)
+        if isinstance(value, str) and value:
+            path = resolve(value)
+            return ReplaySource(sid, str(path), path.is_dir())
+    audio = entry.get("audio")
+    paths = [audio] if isinstance(audio, str) else audio if isinstance(audio, list) else []
+    if paths:
+        resolved = [resolve(str(p)) for p in paths]
+        return ReplaySource(sid, ", ".join(map(str, resolved)), all(p.is_file() for p in resolved))
+    if run_dir is not None:
+        path = run_dir / "bundles" / sid
+        return ReplaySource(sid, str(path), path.is_dir())
+    return ReplaySource(sid, None, False)
+
+
+def _latency_units(entry: Mapping[str, Any]) -> list[Unit]:
+    units = []
+    for v in entry.get("values") or []:
+        if not isinstance(v, dict):
+            continue
+        ref = str(v.get("ref", ""))
+        session = str(v.get("session") or v.get("session_id") or _session_of(ref))
+        value = _num(v.get("value_ms"))
+        censored = bool(v.get("censored")) or value is None
+        units.append(Unit(ref, session, None if censored else value, censored))
+    return units
+
+
+def _rate_units(entry: Mapping[str, Any]) -> list[Unit]:
+    events = [str(r) for r in entry.get("events") or []]
+    denominator = [str(r) for r in entry.get("denominator") or []]
+    hit = set(events)
+    if denominator:
+        return [Unit(r, _session_of(r), event=r in hit) for r in denominator]
+    return [Unit(r, _session_of(r), event=True) for r in events]
+
+
+def _measurement(kind: str, entry: Mapping[str, Any]) -> Measurement | None:
+    """One report entry (latency summary, rate, task check, count or value) as a Measurement."""
+    if not isinstance(entry, dict):
+        return None
+    if kind == "latency":
+        return Measurement._from_latency_summary(entry, _latency_units(entry))
+    if kind == "rate":
+        n = int(entry.get("n") or 0)
+        k = entry.get("k", entry.get("passed"))
+        value = _num(entry.get("value", entry.get("rate")))
+        lo, hi = _num(entry.get("ci_low")), _num(entry.get("ci_high"))
+        return Measurement(
+            kind="rate",
+            n=n,
+            k=None if k is None else int(k),
+            value=value,
+            ci={"rate": (lo, hi)} if lo is not None or hi is not None else {},
+            units=_rate_units(entry),
+        )
+    if kind == "count":
+        total = _num(entry.get("total", entry.get("value")))
+        n = int(entry.get("sessions_counted", entry.get("n")) or 0)
+        refs = [str(r) for r in entry.get("events") or entry.get("refs") or []]
+        return Measurement(
+            kind="count",
+            n=n,
+            value=total,
+            k=None if total is None else int(total),
+            units=[Unit(r, _session_of(r), event=True) for r in refs],
+        )
+    value = _num(entry.get("value"))
+    return Measurement(
+        kind="value",
+        n=int(entry.get("n") or 0),
+        value=value,
+        k=None if entry.get("k") is None else int(entry["k"]),
+        units=_rate_units(entry),
+    )
+
+
+def _row_level(
+    m: Measurement,
+    entry: Mapping[str, Any],
+    run_level: str | None,
+    session_levels: Mapping[str, str | None],
+) -> tuple[str | None, str]:
+    """The level a metric was measured at: the weakest level among the sessions behind it
+    (a sample is only as strong as its weakest part); unknown if any of them is unknown."""
+    explicit = _level(entry.get("evidence_level")) if isinstance(entry, dict) else None
+    if explicit is not None:
+        return explicit, "level stated by the scorer for this metric"
+    sessions = {u.session for u in m.units}
+    if sessions and session_levels:
+        levels = [session_levels.get(s, run_level) for s in sorted(sessions)]
+        if any(lv is None for lv in levels):
+            unknown = sum(1 for lv in levels if lv is None)
+            return None, f"{unknown} of {len(levels)} session(s) have no derived evidence level"
+        weakest = min(levels, key=lambda lv: _LEVEL_RANK[str(lv)])
+        return weakest, f"weakest level among {len(levels)} session(s)"
+    if run_level is None:
+        return None, "provenance unknown: the run has no derived evidence level"
+    return run_level, "run-wide evidence level"
+
+
+_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("latencies", "latency"),
+    ("rates", "rate"),
+    ("counts", "count"),
+    ("values", "value"),
+)
+
+
+def metric_table_from_report(
+    report: Mapping[str, Any],
+    *,
+    run_dir: str | Path | None = None,
+    run_info: Mapping[str, Any] | None = None,
+    system: str | None = None,
+) -> MetricTable:
+    """Build the table of one system of a duplex run from its ``report.json`` content.
+
+    Reads ``systems[].overall`` (``latencies``, ``rates``, optional ``counts``/``values`` and a
+    ``task`` block shaped like ``task.aggregate_tasks``), per-split values from ``groups``
+    entries (``group``, ``name`` and the same sections) or from ``by[key][value]`` inside an
+    entry, the ``evidence`` block (``level`` run-wide; optional ``sessions`` levels; per
+    call/session ``evidence_level``) and the ``calls`` / ``sessions`` list for replay sources
+    (``bundle`` folder relative to the run, else the recording's ``audio`` files, else
+    ``bundles/<id>``). ``run_info`` (``run.json``, read from ``run_dir`` when omitted) supplies
+    the provenance. ``system`` picks a system when the run has several.
+    """
+    from voxeval.core.errors import InputError
+
+    rdir = Path(run_dir) if run_dir is not None else None
+    if run_info is None and rdir is not None and (rdir / "run.json").is_file():
+        run_info = json.loads((rdir / "run.json").read_text(encoding="utf-8"))
+    systems = [s for s in report.get("systems") or [] if isinstance(s, dict)]
+    names = [str(s.get("system")) for s in systems]
+    if system is not None:
+        if system not in names:
+            raise InputError(f"system {system!r} not in this run (it has: {', '.join(names)})")
+        entry = systems[names.index(system)]
+    elif len(systems) == 1:
+        entry = systems[0]
+    elif not systems:
+        raise InputError("the report lists no systems: nothing was measured")
+    else:
+        raise InputError(f"the run has several systems; choose one of: {', '.join(names)}")
+    spec = str(entry.get("system"))
+    overall = entry.get("overall") or {}
+
+    listed = report.get("sessions") or report.get("calls") or []
+    sessions = [
+        e
+        for e in listed
+        if isinstance(e, dict)
+        and (e.get("id") or e.get("session_id")) is not None
+        and e.get("system", spec) == spec
+    ]
+    replay = {src.session: src for src in (_replay_source(e, rdir) for e in sessions)}
+    durations = [_num(e.get("duration_s")) for e in sessions]
+    hours = (
+        sum(d for d in durations if d is not None) / 3600.0
+        if durations and all(d is not None for d in durations)
+        else None
+    )
+    ev = report.get("evidence") if isinstance(report.get("evidence"), dict) else {}
+    run_level = _level(ev.get("level")) if ev else None
+    run_note = str(ev.get("note") or ev.get("status") or "") if ev else ""
+    levels = _session_levels(report, sessions)
+
+    rows: dict[str, MetricRow] = {}
+
+    def add(name: str, kind: str, item: Any, source: str) -> None:
+        m = _measurement(kind, item)
+        if m is None:
+            return
+        level, note = _row_level(m, item, run_level, levels)
+        row = MetricRow(
+            name=name,
+            source=source,
+            overall=m,
+            evidence_level=level,
+            evidence_note=note,
+            definition=str(item.get("definition") or ""),
+        )
+        for key, by_value in (item.get("by") or {}).items():
+            if isinstance(by_value, dict):
+                for value, sub in by_value.items():
+                    sm = _measurement(kind, sub)
+                    if sm is not None:
+                        row.splits.setdefault(str(key), {})[str(value)] = sm
+        rows[name] = row
+
+    for section, kind in _SECTIONS:
+        for name, item in (overall.get(section) or {}).items():
+            add(str(name), kind, item, f"overall.{section}.{name}")
+    task = overall.get("task") or overall.get("tasks")
+    if isinstance(task, dict):
+        for name, item in (task.get("checks") or {}).items():
+            add(str(name), "rate", item, f"overall.task.checks.{name}")
+        for name, item in (task.get("counts") or {}).items():
+            add(str(name), "count", item, f"overall.task.counts.{name}")
+    for g in entry.get("groups") or []:
+        if not isinstance(g, dict) or "group" not in g or "name" not in g:
+            continue
+        for section, kind in _SECTIONS:
+            for name, item in (g.get(section) or {}).items():
+                sm = _measurement(kind, item)
+                if sm is not None and str(name) in rows:
+                    rows[str(name)].splits.setdefault(str(g["group"]), {})[str(g["name"])] = sm
+
+    errored = [str(f.get("id")) for f in entry.get("failures") or [] if isinstance(f, dict)]
+    return MetricTable(
+        rows=rows,
+        run_id=report.get("run_id") or (run_info or {}).get("run_id"),
+        system=spec,
+        evidence_level=run_level,
+        evidence_note=run_note,
+        replay=replay,
+        provenance=RunProvenance.from_run_info(run_info) if run_info is not None else None,
+        hours=hours,
+        errored_items=errored,
+    )
+
+
+def metric_table_from_run(run_dir: str | Path, *, system: str | None = None) -> MetricTable:
+    """``metric_table_from_report`` on a run folder: its ``report.json``, or the report
+    rebuilt in memory from the folder when the file is absent (nothing is written)."""
+    from voxeval.core.errors import InputError
+    from voxeval.core.runstore import RunStore
+
+    store = RunStore.open(run_dir)
+    info = store.info()
+    if info.get("suite") != "duplex":
+        raise InputError(f"{run_dir} is a {info.get('suite')!r} run, not a duplex run")
+    path = store.path / "report.json"
+    if path.is_file():
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+    else:
+        from voxeval.core.registry import REGISTRY
+        from voxeval.report import json_safe
+
+        builder = REGISTRY.suite("duplex").report
+        if builder is None:
+            raise InputError(f"{run_dir} has no report.json and no report builder")
+        report = json_safe(builder(store))
+    return metric_table_from_report(report, run_dir=store.path, run_info=info, system=system)
+
+
+# --------------------------------------------------------------------------- gate results
+
+
+@dataclass
+class Check:
+    """One precondition or check of a gate: ``ok`` is None when it was not checked."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass
+class GroupValue:
+    """The gate statistic in one group: overall (``split`` None) or one split value."""
+
+    split: str | None
+    name: str
+    n: int
+    value: float | None
+    note: str
+    passes: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "split": self.split,
+            "name": self.name,
+            "n": self.n,
+            "value": self.value,
+            "censored_tail": self.value is not None and math.isinf(self.value),
+            "note": self.note,
+            "passes": self.passes,
+        }
+
+
+@dataclass
+class BaselineDiff:
+    """``current - baseline`` of the gate statistic, with a 95 % CI when per-item values exist.
+
+    ``regression`` / ``improved``: the CI lies entirely on the worse / better side of zero
+    (None when no CI could be computed). ``comparable``: both runs measured the metric at the
+    same evidence level (only then can a regression decide the recommendation).
+    """
+
+    current: float | None
+    baseline: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str
+    n_current: int
+    n_baseline: int
+    direction: Literal["better", "worse", "same", "unknown"]
+    regression: bool | None
+    improved: bool | None
+    comparable: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class GateResult:
+    """One gate checked against a table: its status, why, and everything it looked at."""
+
+    gate: Gate
+    status: GateStatus
+    reasons: list[str]
+    label: RowLabel
+    level: str | None
+    source: str | None
+    value: float | None
+    n: int | None
+    groups: list[GroupValue] = field(default_factory=list)
+    preconditions: list[Check] = field(default_factory=list)
+    evidence: Check | None = None
+    threshold_met: bool | None = None
+    baseline: BaselineDiff | None = None
+
+    @property
+    def label_text(self) -> str:
+        if self.label == RowLabel.VERIFIED:
+            return f"VERIFIED at {self.level}"
+        return str(self.label)
+
+    @property
+    def decisive_regression(self) -> bool:
+        """A significant regression on a roll_back gate, at the same evidence level."""
+        b = self.baseline
+        return bool(
+            b is not None
+            and b.regression
+            and b.comparable
+            and self.gate.on_fail == OnFail.ROLL_BACK
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        g = self.gate
+        return {
+            "id": g.id,
+            "metric": g.metric,
+            "statistic": str(g.statistic),
+            "comparator": g.comparator,
+            "threshold": g.threshold,
+            "unit": g.unit,
+            "min_evidence": g.min_evidence,
+            "required_n": g.required_n,
+            "on_fail": str(g.on_fail),
+            "split_by": [str(s) for s in g.split_by],
+            "status": str(self.status),
+            "reasons": list(self.reasons),
+            "label": str(self.label),
+            "label_text": self.label_text,
+            "evidence_level": self.level,
+            "source": self.source,
+            "value": self.value,
+            "censored_tail": self.value is not None and math.isinf(self.value),
+            "n": self.n,
+            "groups": [x.to_dict() for x in self.groups],
+            "preconditions": [c.to_dict() for c in self.preconditions],
+            "evidence": self.evidence.to_dict() if self.evidence else None,
+            "threshold_met": self.threshold_met,
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "decisive_regression": self.decisive_regression,
+        }
+
+
+@dataclass
+class GateReport:
+    """Every gate's result, the metric row labels and the one recommendation with reasons."""
+
+    matrix_id: str
+    run_id: str | None
+    system: str | None
+    gates: list[GateResult]
+    recommendation: Recommendation
+    reasons: list[str]
+    baseline_run_id: str | None = None
+    tradeoffs: dict[str, list[str]] = field(default_factory=dict)
+    generated_at: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 for ship; 1 otherwise (a gate or check failed, or nothing was shown to pass)."""
+        return 0 if self.recommendation == Recommendation.SHIP else 1
+
+    def counts(self) -> dict[str, int]:
+        out = {str(s): 0 for s in GateStatus}
+        for r in self.gates:
+            out[str(r.status)] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        from voxeval.report.writer import json_safe
+
+        rows: dict[str, dict[str, Any]] = {}
+        for r in self.gates:
+            rows.setdefault(
+                r.gate.metric,
+                {
+                    "metric": r.gate.metric,
+                    "source": r.source,
+                    "label": str(r.label),
+                    "label_text": r.label_text,
+                    "evidence_level": r.level,
+                    "n": r.n,
+                },
+            )
+        body = {
+            "kind": "duplex-gate",
+            "gates_version": GATES_VERSION,
+            "matrix": self.matrix_id,
+            "run_id": self.run_id,
+            "system": self.system,
+            "baseline_run_id": self.baseline_run_id,
+            "generated_at": self.generated_at,
+            "recommendation": str(self.recommendation),
+            "reasons": list(self.reasons),
+            "precedence": [str(p) for p in PRECEDENCE],
+            "exit_code": self.exit_code,
+            "status_counts": self.counts(),
+            "metric_rows": list(rows.values()),
+            "tradeoffs": self.tradeoffs,
+            "gates": [r.to_dict() for r in self.gates],
+        }
+        result: dict[str, Any] = json_safe(body)
+        return result
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _failing_units(gate: Gate, m: Measurement) -> tuple[list[Unit], int]:
+    """The items behind a metric that count as failures for this gate, and how many failures
+    the report counts but does not locate (no item refs)."""
+    cmp, t = gate.comparator, gate.threshold
+    if m.kind == "latency":
+        bad = [
+            u
+            for u in m.units
+            if u.censored or (u.value_ms is not None and not gate.passes(u.value_ms))
+        ]
+        unlocated = max(0, m.n_censored - sum(1 for u in m.units if u.censored))
+        return bad, unlocated
+    if m.kind == "rate":
+        if cmp in ("<=", "<") or (cmp == "==" and t == 0):
+            bad = [u for u in m.units if u.event]
+            expected = m.k or 0
+        elif cmp in (">=", ">") or (cmp == "==" and t == 1):
+            bad = [u for u in m.units if u.event is False]
+            expected = m.n - (m.k or 0)
+        else:
+            bad = list(m.units)
+            expected = m.n
+        return bad, max(0, expected - len(bad))
+    bad = [u for u in m.units if u.event]  # counted instances / events behind a value
+    return bad, max(0, int(m.k or 0) - len(bad))
+
+
+def _fmt_value(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "–"
+    if math.isinf(v):
+        return "censored"
+    text = f"{v:.4g}" if abs(v) < 1000 else f"{v:.0f}"
+    return f"{text} {unit}".strip() if unit and unit not in ("fraction", "count") else text
+
+
+def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> GateResult:
+    row, tried = table.lookup(gate.metric)
+    need = gate.required_n
+    if row is None:
+        known = gate.metric in implemented
+        why = (
+            f"no metric in this run measures {gate.metric!r} (looked for: {', '.join(tried)})"
+            if known
+            else f"nothing measures {gate.metric!r}: no voxeval scorer and no metric of this "
+            f"run has that name (looked for: {', '.join(tried)})"
+        )
+        return GateResult(
+            gate=gate,
+            status=GateStatus.UNKNOWN,
+            reasons=[why],
+            label=RowLabel.IMPLEMENTED if known else RowLabel.UNKNOWN,
+            level=None,
+            source=None,
+            value=None,
+            n=None,
+            preconditions=[
+                Check("measured", False, why),
+                Check("sample_size", None, "not checked: nothing measured"),
+                Check("replayable", None, "not checked: nothing measured"),
+                Check("versions_recorded", None, "not checked: nothing measured"),
+            ],
+            evidence=Check("evidence", None, "not checked: nothing measured"),
+        )
+
+    m = row.overall
+    reasons: list[str] = []
+    stat = m.statistic(gate.statistic)
+    measured_ok = stat.applies
+    measured = Check(
+        "measured",
+        measured_ok,
+        f"{row.source} ({m.kind}, n = {m.n})"
+        + ("" if stat.applies else f"; but {stat.note}: the gate cannot read it"),
+    )
+    if not stat.applies:
+        reasons.append(f"{gate.metric} is measured as {row.source}, but {stat.note}")
+
+    # groups: overall plus every value of every split key the gate asks for
+    groups = [GroupValue(None, "all", m.n, stat.value, stat.note, None)]
+    split_notes: list[str] = []
+    for key in gate.split_by:
+        values = row.splits.get(str(key))
+        if not values:
+            split_notes.append(f"the run records no {key} split: the whole sample is one {key}")
+            continue
+        for name, sm in sorted(values.items()):
+            sv = sm.statistic(gate.statistic)
+            groups.append(GroupValue(str(key), name, sm.n, sv.value, sv.note, None))
+    short = [g for g in groups if g.n < need]
+    if short:
+        detail = "; ".join(
+            f"{'overall' if g.split is None else f'{g.split}={g.name}'}: n = {g.n} < {need}"
+            for g in short
+        )
+        reasons.append(f"too few samples for a {gate.statistic} gate ({detail}): collect more data")
+    else:
+        detail = f"n >= {need} in {len(groups)} group(s)"
+    if split_notes:
+        detail += "; " + "; ".join(split_notes)
+    sample = Check("sample_size", not short, detail)
+
+    # every failure behind the metric replayable
+    bad_units, unlocated = _failing_units(gate, m)
+    missing = table.unreplayable(bad_units)
+    replay_ok = not missing and unlocated == 0
+    if not bad_units and unlocated == 0:
+        replay_detail = "no failures behind this metric"
+    elif replay_ok:
+        n_sess = len({u.session for u in bad_units})
+        replay_detail = f"{len(bad_units)} failure(s) in {n_sess} session(s), all replayable"
+    else:
+        parts = []
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            parts.append(f"{len(missing)} session(s) with failures cannot be replayed ({shown})")
+        if unlocated:
+            parts.append(f"{unlocated} failure(s) the report does not locate in any session")
+        replay_detail = "; ".join(parts)
+        reasons.append(f"failures not replayable: {replay_detail}")
+    replayable = Check("replayable", replay_ok, replay_detail)
+
+    prov_problems = (
+        table.provenance.problems()
+        if table.provenance is not None
+        else ["no run.json: versions and configuration are not recorded"]
+    )
+    versions = Check(
+        "versions_recorded",
+        not prov_problems,
+        "; ".join(prov_problems) or "system specs, package versions and configuration recorded",
+    )
+    if prov_problems:
+        reasons.append("run not reproducible: " + "; ".join(prov_problems))
+
+    # evidence
+    level = row.evidence_level
+    if level is None:
+        ev_ok = False
+        ev_detail = f"no evidence level ({row.evidence_note}); the gate needs {gate.min_evidence}"
+    else:
+        ev_ok = evidence_at_least(level, gate.min_evidence)
+        ev_detail = f"measured at {level} ({row.evidence_note}); the gate needs {gate.min_evidence}"
+    if not ev_ok:
+        reasons.append(f"evidence too weak: {ev_detail}")
+    evidence = Check("evidence", ev_ok, ev_detail)
+
+    # threshold, per group
+    for g in groups:
+        g.passes = gate.passes(g.value) if g.value is not None and stat.applies else None
+    verdicts = [g.passes for g in groups]
+    if any(v is False for v in verdicts):
+        threshold_met: bool | None = False
+    elif verdicts and all(v is True for v in verdicts):
+        threshold_met = True
+    else:
+        threshold_met = None
+    failing = [g for g in groups if g.passes is False]
+    unit = gate.unit
+    bound = f"{gate.comparator} {_fmt_value(gate.threshold, unit)}"
+    if threshold_met is False:
+        where = ", ".join(
+            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {_fmt_value(g.value, unit)}"
+            for g in failing
+        )
+        threshold_text = f"{gate.statistic} {where} not {bound}"
+    elif threshold_met:
+        threshold_text = f"{gate.statistic} {_fmt_value(stat.value, unit)} {bound}"
+    else:
+        missing_vals = [g for g in groups if g.value is None]
+        threshold_text = "no value to compare: " + "; ".join(
+            sorted({g.note or "not reported" for g in missing_vals})
+        )
+
+    if not measured_ok:
+        status = GateStatus.UNKNOWN
+    elif short:
+        status = GateStatus.INSUFFICIENT_N
+    elif not replay_ok or prov_problems or not ev_ok:
+        status = GateStatus.INSUFFICIENT_EVIDENCE
+    elif threshold_met is True:
+        status = GateStatus.PASS
+    elif threshold_met is False:
+        status = GateStatus.FAIL
+    else:
+        status = GateStatus.INSUFFICIENT_N
+        reasons.append(threshold_text)
+    if status in (GateStatus.PASS, GateStatus.FAIL):
+        reasons.insert(0, threshold_text)
+    elif threshold_met is not None and measured_ok:
+        verdict = "would pass" if threshold_met else "would fail"
+        reasons.append(f"threshold (not decisive): {threshold_text} ({verdict})")
+
+    label = RowLabel.VERIFIED if m.n > 0 and level is not None else RowLabel.IMPLEMENTED
+    return GateResult(
+        gate=gate,
+        status=status,
+        reasons=reasons,
+        label=label,
+        level=level,
+        source=row.source,
+        value=stat.value,
+        n=m.n,
+        groups=groups,
+        preconditions=[measured, sample, replayable, versions],
+        evidence=evidence,
+        threshold_met=threshold_met,
+    )
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def newcombe_interval(
+    k1: int, n1: int, k2: int, n2: int, z: float = 1.959963984540054
+) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (his method 10) for ``k1/n1 - k2/n2`` of two
+    independent proportions, built from the two Wilson intervals:
+    ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2)`` to ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``."""
+    if n1 <= 0 or n2 <= 0:
+        return (math.nan, math.nan)
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    d = p1 - p2
+    return (d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2))
+
+
+def _by_session(units: Sequence[Unit]) -> tuple[list[str], list[np.ndarray]]:
+    groups: dict[str, list[float]] = {}
+    for u in units:
+        groups.setdefault(u.session, []).append(
+            math.inf if u.censored or u.value_ms is None else float(u.value_ms)
+        )
+    keys = sorted(groups)
+    return keys, [np.array(groups[k], dtype=float) for k in keys]
+
+
+def _resampled_quantile(arrays: Sequence[np.ndarray], draws: np.ndarray, q: float) -> np.ndarray:
+    """Quantile q of the pooled values of each draw's sessions (``draws``: rows of indices)."""
+    codes = np.concatenate([np.full(a.size, i) for i, a in enumerate(arrays)])
+    values = np.concatenate(arrays)
+    order = np.argsort(values, kind="stable")
+    sorted_vals, sorted_codes = values[order], codes[order]
+    out = np.empty(draws.shape[0])
+    k = len(arrays)
+    for i, row in enumerate(draws):
+        counts = np.bincount(row, minlength=k)
+        pooled = np.repeat(sorted_vals, counts[sorted_codes])
+        out[i] = _quantile_inf(pooled, q) if pooled.size else math.nan
+    return out
+
+
+def _ci_from_draws(diffs: np.ndarray) -> tuple[float | None, float | None]:
+    d = np.sort(diffs[~np.isnan(diffs)])
+    if d.size == 0:
+        return (None, None)
+    lo = float(d[math.floor(0.025 * (d.size - 1))])
+    hi = float(d[math.ceil(0.975 * (d.size - 1))])
+    return (lo, hi)
+
+
+def _latency_diff(
+    cur: Measurement, base: Measurement, q: float, n_boot: int, seed: int
+) -> tuple[float | None, float | None, str]:
+    ks, arrs = _by_session(cur.units)
+    kb, arrb = _by_session(base.units)
+    rng = np.random.default_rng(seed)
+    if ks == kb and len(ks) >= 2:
+        draws = rng.integers(0, len(ks), size=(n_boot, len(ks)))
+        diffs = _resampled_quantile(arrs, draws, q) - _resampled_quantile(arrb, draws, q)
+        method = f"paired percentile bootstrap over {len(ks)} shared sessions"
+    else:
+
+        def draws_for(keys: list[str], arrays: list[np.ndarray]) -> tuple[list, np.ndarray]:
+            if len(keys) >= 2:
+                return arrays, rng.integers(0, len(keys), size=(n_boot, len(keys)))
+            # one session: its pairs are the resampling units
+            pairs = [np.array([v]) for v in np.concatenate(arrays)]
+            return pairs, rng.integers(0, len(pairs), size=(n_boot, len(pairs)))
+
+        ua, da = draws_for(ks, arrs)
+        ub, db = draws_for(kb, arrb)
+        diffs = _resampled_quantile(ua, da, q) - _resampled_quantile(ub, db, q)
+        method = "percentile bootstrap over sessions, each run resampled independently"
+    with np.errstate(invalid="ignore"):
+        lo, hi = _ci_from_draws(diffs)
+    return lo, hi, method
+
+
+def _rate_diff(
+    cur: Measurement, base: Measurement, n_boot: int, seed: int
+) -> tuple[float | None, float | None, str]:
+    def per_session(m: Measurement) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        for u in m.units:
+            k, n = out.get(u.session, (0, 0))
+            out[u.session] = (k + (1 if u.event else 0), n + 1)
+        return out
+
+    sc, sb = per_session(cur), per_session(base)
+    complete = len(cur.units) == cur.n and len(base.units) == base.n
+    if complete and sorted(sc) == sorted(sb) and len(sc) >= 2:
+        keys = sorted(sc)
+        d = paired_bootstrap_ratio_diff(
+            [sc[k][0] for k in keys],
+            [sc[k][1] for k in keys],
+            [sb[k][0] for k in keys],
+            [sb[k][1] for k in keys],
+            n_boot=n_boot,
+            seed=seed,
+        )
+        return _num(d.ci_lo), _num(d.ci_hi), f"paired bootstrap over {len(keys)} shared sessions"
+    if cur.k is None or base.k is None:
+        return None, None, "no k/n: difference only"
+    lo, hi = newcombe_interval(cur.k, cur.n, base.k, base.n)
+    return _num(lo), _num(hi), "Newcombe hybrid score interval (independent proportions)"
+
+
+def _worse_sign(gate: Gate, baseline_value: float | None) -> int:
+    """+1 when a larger value is worse for this gate, -1 when a smaller one is."""
+    if gate.comparator in ("<=", "<"):
+        return 1
+    if gate.comparator in (">=", ">"):
+        return -1
+    return 1 if baseline_value is None or baseline_value >= gate.threshold else -1
+
+
+def _compare(
+    gate: Gate,
+    cur_row: MetricRow | None,
+    base_row: MetricRow | None,
+    n_boot: int,
+    seed: int,
+) -> BaselineDiff:
+    def nothing(vc: float | None, vb: float | None, nc: int, nb: int, why: str) -> BaselineDiff:
+        return BaselineDiff(
+            current=vc,
+            baseline=vb,
+            diff=None,
+            ci_low=None,
+            ci_high=None,
+            method="none",
+            n_current=nc,
+            n_baseline=nb,
+            direction="unknown",
+            regression=None,
+            improved=None,
+            comparable=False,
+            note=why,
+        )
+
+    if cur_row is None or base_row is None:
+        who = (
+            "neither run measures"
+            if cur_row is None and base_row is None
+            else "the current run does not measure"
+            if cur_row is None
+            else "the baseline does not measure"
+        )
+        return nothing(None, None, 0, 0, f"{who} {gate.metric}")
+    cur, base = cur_row.overall, base_row.overall
+    vc, vb = cur.statistic(gate.statistic).value, base.statistic(gate.statistic).value
+    if vc is None or vb is None:
+        where = "the current run" if vb is not None else "the baseline" if vc is not None else ""
+        return nothing(vc, vb, cur.n, base.n, f"no {gate.statistic} in {where or 'either run'}")
+    comparable = cur_row.evidence_level == base_row.evidence_level
+    note = (
+        ""
+        if comparable
+        else f"evidence levels differ ({cur_row.evidence_level} vs {base_row.evidence_level}): "
+        "the difference cannot decide the recommendation"
+    )
+    if math.isinf(vc) and math.isinf(vb):
+        diff: float | None = None
+    else:
+        diff = vc - vb
+    lo: float | None = None
+    hi: float | None = None
+    method = "difference only (no per-item values)"
+    if cur.kind == "latency" and gate.statistic in _QUANTILE:
+        if cur.units and base.units:
+            lo, hi, method = _latency_diff(cur, base, _QUANTILE[gate.statistic], n_boot, seed)
+    elif cur.kind == "rate" and base.kind == "rate" and gate.statistic == Statistic.RATE:
+        lo, hi, method = _rate_diff(cur, base, n_boot, seed)
+    sign = _worse_sign(gate, vb)
+    if diff is None:
+        direction: Literal["better", "worse", "same", "unknown"] = "unknown"
+    elif diff * sign > 0:
+        direction = "worse"
+    elif diff * sign < 0:
+        direction = "better"
+    else:
+        direction = "same"
+    regression: bool | None = None
+    improved: bool | None = None
+    if lo is not None and hi is not None:
+        worse_bound, better_bound = (lo, hi) if sign > 0 else (-hi, -lo)
+        regression = worse_bound > 0
+        improved = better_bound < 0
+    elif cur.kind == "latency" and math.isinf(vc) != math.isinf(vb):
+        note = (note + "; " if note else "") + "one run's statistic falls among censored pairs"
+    return BaselineDiff(
+        current=vc,
+        baseline=vb,
+        diff=diff,
+        ci_low=lo,
+        ci_high=hi,
+        method=method,
+        n_current=cur.n,
+        n_baseline=base.n,
+        direction=direction,
+        regression=regression,
+        improved=improved,
+        comparable=comparable,
+        note=note,
+    )
+
+
+# --------------------------------------------------------------------------- decision
+
+
+def recommend(results: Sequence[GateResult]) -> tuple[Recommendation, list[str]]:
+    """The one recommendation (``PRECEDENCE``: most severe applicable action) and its reasons,
+    most severe first."""
+    found: list[tuple[Recommendation, str]] = []
+    for r in results:
+        g = r.gate
+        if r.status == GateStatus.FAIL:
+            action = Recommendation(str(g.on_fail))
+            found.append((action, f"{g.id}: failed ({r.reasons[0]}); on_fail {g.on_fail}"))
+        elif r.status != GateStatus.PASS:
+            why = "; ".join(r.reasons) or str(r.status)
+            found.append((Recommendation.COLLECT_MORE_DATA, f"{g.id}: {r.status} ({why})"))
+        b = r.baseline
+        if b is not None and b.regression:
+            text = (
+                f"{g.id}: significant regression vs baseline ({_fmt_value(b.current, g.unit)} "
+                f"vs {_fmt_value(b.baseline, g.unit)}, 95% CI of the difference "
+                f"[{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}])"
+            )
+            if r.decisive_regression:
+                found.append((Recommendation.ROLL_BACK, text + "; on_fail roll_back"))
+            else:
+                why = b.note if not b.comparable else f"on_fail is {g.on_fail}, not roll_back"
+                found.append((Recommendation.SHIP, text + f"; noted, not decisive ({why})"))
+    actions = {a for a, _ in found if a != Recommendation.SHIP}
+    if not actions:
+        rec = Recommendation.SHIP
+        head = [f"all {len(results)} gate(s) pass"]
+    else:
+        rec = min(actions, key=PRECEDENCE.index)
+        head = []
+    ordered = sorted(found, key=lambda x: PRECEDENCE.index(x[0]))
+    return rec, head + [text for _, text in ordered]
+
+
+def evaluate_matrix(
+    matrix: AcceptanceMatrix,
+    table: MetricTable,
+    *,
+    baseline: MetricTable | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> GateReport:
+    """Check every gate of ``matrix`` against ``table`` (preconditions, evidence, threshold),
+    compare with ``baseline`` when given, and recommend one action (module docstring)."""
+    from voxeval.core.runstore import utc_now
+
+    implemented = _implemented_names()
+    results = [_evaluate_gate(g, table, implemented) for g in matrix.gates]
+    tradeoffs: dict[str, list[str]] = {}
+    if baseline is not None:
+        for r in results:
+            cur_row, _ = table.lookup(r.gate.metric)
+            base_row, _ = baseline.lookup(r.gate.metric)
+            r.baseline = _compare(r.gate, cur_row, base_row, n_boot, seed)
+        improved = [
+            f"{r.gate.id} ({_fmt_value(r.baseline.diff, r.gate.unit)})"
+            for r in results
+            if r.baseline and r.baseline.improved
+        ]
+        worsened = [
+            f"{r.gate.id} ({_fmt_value(r.baseline.diff, r.gate.unit)})"
+            for r in results
+            if r.baseline and r.baseline.regression
+        ]
+        tradeoffs = {"improved": improved, "worsened": worsened}
+    rec, reasons = recommend(results)
+    if tradeoffs.get("improved") and tradeoffs.get("worsened"):
+        reasons.append(
+            "trade-off vs baseline: improved "
+            + ", ".join(tradeoffs["improved"])
+            + " while worse "
+            + ", ".join(tradeoffs["worsened"])
+        )
+    return GateReport(
+        matrix_id=matrix.id,
+        run_id=table.run_id,
+        system=table.system,
+        gates=results,
+        recommendation=rec,
+        reasons=reasons,
+        baseline_run_id=baseline.run_id if baseline is not None else None,
+        tradeoffs=tradeoffs,
+        generated_at=utc_now(),
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _row_cells(r: GateResult) -> list[str]:
+    g = r.gate
+    need_level = g.min_evidence
+    name = r.source.removeprefix("derived: ").split(".")[-1] if r.source else None
+    return [
+        g.id,
+        g.metric if name in (None, g.metric) else f"{g.metric} = {name}",
+        str(g.statistic),
+        _fmt_value(r.value, g.unit),
+        f"{g.comparator} {_fmt_value(g.threshold, g.unit)}",
+        f"{'–' if r.n is None else r.n}/{g.required_n}",
+        f"{r.level or 'none'}/{need_level}",
+        str(r.status),
+        r.label_text,
+    ]
+
+
+_HEADERS = [
+    "gate",
+    "metric",
+    "stat",
+    "measured",
+    "threshold",
+    "n/need",
+    "level/need",
+    "status",
+    "row",
+]
+
+
+def render_text(report: GateReport) -> str:
+    """The terminal view: a table of gates, then the one recommendation and its reasons."""
+    rows = [_HEADERS] + [_row_cells(r) for r in report.gates]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
+    lines = [
+        f"matrix {report.matrix_id} on run {report.run_id} (system {report.system})"
+        + (f", baseline {report.baseline_run_id}" if report.baseline_run_id else "")
+    ]
+    for i, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if report.baseline_run_id:
+        lines.append("")
+        lines.append("vs baseline (current - baseline):")
+        for r in report.gates:
+            b = r.baseline
+            if b is None:
+                continue
+            flag = " REGRESSION" if b.regression else " improved" if b.improved else ""
+            ci = (
+                f" [{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}]"
+                if b.ci_low is not None or b.ci_high is not None
+                else ""
+            )
+            lines.append(
+                f"  {r.gate.id}: {_fmt_value(b.diff, r.gate.unit)}{ci} {b.direction}{flag}"
+                + (f" ({b.note})" if b.note else "")
+            )
+    lines.append("")
+    lines.append(f"recommendation: {report.recommendation}")
+    lines += [f"  - {x}" for x in report.reasons]
+    return "\n".join(lines)
+
+
+def render_markdown(report: GateReport) -> str:
+    """``gate.md``: the gate table, the recommendation, and each gate's checks."""
+    from voxeval.report.markdown import md_table
+
+    out = [
+        f"# Acceptance gates: {report.matrix_id}\n",
+        f"Run `{report.run_id}`, system `{report.system}`"
+        + (f", baseline `{report.baseline_run_id}`" if report.baseline_run_id else "")
+        + f". Generated {report.generated_at}.\n",
+        f"**Recommendation: `{report.recommendation}`** (precedence "
+        + " > ".join(str(p) for p in PRECEDENCE)
+        + "; exit code "
+        + str(report.exit_code)
+        + ")\n",
+    ]
+    out += [f"- {x}" for x in report.reasons]
+    out.append("")
+    out.append(md_table(_HEADERS, [_row_cells(r) for r in report.gates]))
+    if report.baseline_run_id:
+        rows = []
+        for r in report.gates:
+            b = r.baseline
+            if b is None:
+                continue
+            rows.append(
+                [
+                    r.gate.id,
+                    _fmt_value(b.current, r.gate.unit),
+                    _fmt_value(b.baseline, r.gate.unit),
+                    _fmt_value(b.diff, r.gate.unit),
+                    f"[{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}]",
+                    b.direction,
+                    "yes" if b.regression else "no" if b.regression is False else "–",
+                    b.method + (f"; {b.note}" if b.note else ""),
+                ]
+            )
+        out.append("\n## Against the baseline (current - baseline)\n")
+        out.append(
+            md_table(
+                [
+                    "gate",
+                    "current",
+                    "baseline",
+                    "diff",
+                    "95% CI",
+                    "direction",
+                    "regression",
+                    "method",
+                ],
+                rows,
+            )
+        )
+    out.append("\n## Gates\n")
+    for r in report.gates:
+        out.append(f"### {r.gate.id}: {r.status}\n")
+        if r.gate.description:
+            out.append(r.gate.description + "\n")
+        for c in [*r.preconditions, *([r.evidence] if r.evidence else [])]:
+            mark = "ok" if c.ok else "not checked" if c.ok is None else "NOT MET"
+            out.append(f"- {c.name}: {mark}: {c.detail}")
+        for reason in r.reasons:
+            out.append(f"- reason: {reason}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_gate_report(report: GateReport, out_parent: str | Path) -> Path:
+    """Write ``gate.json`` and ``gate.md`` into ``out_parent/<gate run id>/``; returns it."""
+    from voxeval.core.runstore import new_run_id
+
+    path = Path(out_parent) / new_run_id("gate")
+    path.mkdir(parents=True, exist_ok=False)
+    (path / "gate.json").write_text(
+        json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (path / "gate.md").write_text(render_markdown(report), encoding="utf-8")
+    return path
+
+
+def write_junit(report: GateReport, path: str | Path) -> Path:
+    """JUnit XML for CI (Jenkins, GitLab): ``<testsuites>`` holding one ``<testsuite>`` named
+    after the matrix, one ``<testcase>`` per gate. A failed gate (or a decisive regression) is
+    a ``<failure>``; insufficient_n, insufficient_evidence and unknown are ``<skipped>`` with
+    the reason as message; passes are empty testcases. The recommendation is a suite property
+    and the suite's ``system-out``."""
+    counts = {"failures": 0, "skipped": 0}
+    suite_name = report.matrix_id
+    cases = []
+    for r in report.gates:
+        case = ET.Element(
+            "testcase",
+            {"name": r.gate.id, "classname": f"voxeval.duplex.gate.{suite_name}", "time": "0"},
+        )
+        summary = "; ".join(r.reasons) or str(r.status)
+        if r.status == GateStatus.FAIL or r.decisive_regression:
+            counts["failures"] += 1
+            kind = "fail" if r.status == GateStatus.FAIL else "regression"
+            failure = ET.SubElement(case, "failure", {"message": summary, "type": kind})
+            failure.text = "\n".join(
+                [f"on_fail: {r.gate.on_fail}", *(f"{c.name}: {c.detail}" for c in r.preconditions)]
+            )
+        elif r.status != GateStatus.PASS:
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", {"message": f"{r.status}: {summary}"})
+        out = ET.SubElement(case, "system-out")
+        out.text = f"{r.gate.metric} ({r.label_text}); " + "; ".join(
+            f"{c.name}={'ok' if c.ok else 'not checked' if c.ok is None else 'NOT MET'}"
+            for c in [*r.preconditions, *([r.evidence] if r.evidence else [])]
+        )
+        cases.append(case)
+    attrs = {
+        "tests": str(len(cases)),
+        "failures": str(counts["failures"]),
+        "errors": "0",
+        "skipped": str(counts["skipped"]),
+        "time": "0",
+    }
+    root = ET.Element("testsuites", {"name": "voxeval duplex gate", **attrs})
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {"name": suite_name, "timestamp": report.generated_at.rstrip("Z"), **attrs},
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("recommendation", str(report.recommendation)),
+        ("run_id", report.run_id or ""),
+        ("system", report.system or ""),
+        ("baseline_run_id", report.baseline_run_id or ""),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": value})
+    suite.extend(cases)
+    sysout = ET.SubElement(suite, "system-out")
+    sysout.text = "\n".join([f"recommendation: {report.recommendation}", *report.reasons])
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ET.indent(root)
+    ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
+    return target
