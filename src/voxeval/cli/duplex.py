@@ -84,6 +84,7 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
 
 
 @duplex.command("score")
+@click.argument("bundles", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--stereo",
     "stereo",
@@ -122,36 +123,152 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
 )
 @click.option(
     "--system",
-    default="recordings",
-    show_default=True,
-    help="Name of the system under test, for the report.",
+    default=None,
+    help="Name of the system under test (recordings: default 'recordings'; bundles: "
+    "default name@version from each manifest).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Bundles: keep derived features (segments, 10 ms loudness, ledger with masked "
+    "transcripts), drop raw audio; the run holds only the redacted copies.",
+)
+@click.option(
+    "--retention-days",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With --redact: privacy.retention_days written into each bundle's manifest.",
+)
+@click.option(
+    "--purpose",
+    default=None,
+    help="With --redact: privacy.purpose written into each manifest [default: evaluation].",
+)
+@click.option(
+    "--transcripts",
+    type=click.Choice(["mask", "drop", "keep"]),
+    default=None,
+    help="With --redact: ASR text replaced by word-length masks, dropped, or kept [default: mask].",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Bundles: a previous duplex run; the report lists what changed and the trade-offs.",
 )
 @results_out_option
 def score_cmd(
+    bundles: tuple[Path, ...],
     stereo: tuple[Path, ...],
     user: Path | None,
     agent: Path | None,
     user_channel: int,
     labels: Path | None,
     detector: str,
-    system: str,
+    system: str | None,
+    redact: bool,
+    retention_days: int | None,
+    purpose: str | None,
+    transcripts: str | None,
+    baseline: Path | None,
     out: Path,
 ) -> None:
-    """Score two-channel call recordings: response latency, barge-in stop time, backchannels,
-    bystanders, takeovers; every rate with its denominator."""
-    from voxeval.suites.duplex.stereo import calls_from_paths, score_calls
+    """Score evidence bundles (BUNDLES: bundle folders, or folders searched recursively for
+    manifest.json) or two-channel call recordings (--stereo, --user/--agent).
 
-    calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+    Bundles: per session the evidence level (derived from the manifest), acoustic events from
+    input.wav/output.wav, ledger latencies, turn-taking against the scenario's labels, task and
+    side effects, causal slices of failures. A bundle that cannot be scored is an error
+    record with its reasons (FILE:LINE on stderr); the others are scored. Recordings: response
+    latency, barge-in stop time, backchannels, bystanders, takeovers; every rate with its
+    denominator. Exit 0 when the run was written, 2 for usage errors.
+    """
+    from voxeval.cli.common import EXIT_USAGE
+    from voxeval.core.errors import InputError
+
+    bundle_only = {
+        "--redact": redact,
+        "--retention-days": retention_days is not None,
+        "--purpose": purpose is not None,
+        "--transcripts": transcripts is not None,
+        "--baseline": baseline is not None,
+    }
+    if bundles and (stereo or user or agent):
+        click.echo("error: give bundle folders or --stereo/--user/--agent, not both", err=True)
+        sys.exit(EXIT_USAGE)
+    if not bundles:
+        used = [k for k, v in bundle_only.items() if v]
+        if used:
+            click.echo(f"error: {', '.join(used)} apply to bundles only", err=True)
+            sys.exit(EXIT_USAGE)
+        from voxeval.suites.duplex.stereo import calls_from_paths, score_calls
+
+        calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+        with progress_bar() as progress:
+            task = progress.add_task("calls", total=len(calls), status="")
+            store = score_calls(
+                calls,
+                out,
+                detector=detector,
+                system=system or "recordings",
+                on_record=lambda rec: progress.advance(task),
+            )
+        click.echo(f"report: {store.path / 'report.html'}", err=True)
+        print_result_path(store.path)
+        return
+    if not redact and any(
+        bundle_only[k] for k in ("--retention-days", "--purpose", "--transcripts")
+    ):
+        click.echo("error: --retention-days, --purpose and --transcripts need --redact", err=True)
+        sys.exit(EXIT_USAGE)
+    from voxeval.suites.duplex.bundle import plan_bundles, score_bundles
+
+    try:
+        refs = plan_bundles(bundles, system=system)
+        if baseline is not None:
+            from voxeval.core.runstore import RunStore
+
+            if RunStore.open(baseline).info().get("suite") != "duplex":
+                raise InputError(f"--baseline {baseline} is not a duplex run")
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    options = (
+        {
+            "retention_days": retention_days,
+            "purpose": purpose or "evaluation",
+            "transcripts": transcripts or "mask",
+        }
+        if redact
+        else None
+    )
     with progress_bar() as progress:
-        task = progress.add_task("calls", total=len(calls), status="")
-        store = score_calls(
-            calls,
+        task = progress.add_task("bundles", total=len(refs), status="")
+        store = score_bundles(
+            refs,
             out,
             detector=detector,
-            system=system,
+            redact=options,
+            baseline=baseline,
+            inputs=[str(b) for b in bundles],
             on_record=lambda rec: progress.advance(task),
         )
-    click.echo(f"report: {store.path / 'report.html'}", err=True)
+    records = store.load_records().records
+    broken = [r for r in records if r.status != "ok"]
+    for r in records:
+        for p in r.output.get("problems") or []:
+            if p.get("severity") == "error":
+                where = f"{p['file']}:{p['line']}" if p.get("line") is not None else p["file"]
+                click.echo(f"{where}: error: {p['message']}", err=True)
+    for r in broken:
+        click.echo(
+            f"not scored: {r.id} ({(r.error or {}).get('kind')}): {(r.error or {}).get('message')}",
+            err=True,
+        )
+    click.echo(
+        f"{len(records) - len(broken)} of {len(records)} bundle(s) scored; "
+        f"report: {store.path / 'report.html'}",
+        err=True,
+    )
     print_result_path(store.path)
 
 

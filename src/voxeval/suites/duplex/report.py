@@ -1,10 +1,20 @@
-"""Report of a duplex run scored from recordings: recomputed from the run folder alone."""
+"""Reports of duplex runs, recomputed from the run folder alone.
+
+Two kinds of run: recordings (``duplex score --stereo``: turn-taking from two-channel audio,
+no provenance) and evidence bundles (``duplex score BUNDLE...``: see ``build_bundle_report``).
+``paired_units`` feeds ``voxeval compare`` for both.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.duplex.stereo import METRICS_VERSION, CallInput, analyze_output
 
@@ -20,7 +30,14 @@ RATE_ORDER = (
 )
 
 
-def build_report(store: RunStore, **_: Any) -> dict[str, Any]:
+def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
+    """The report of a duplex run: a bundle run (``config.mode == "bundles"``) or recordings."""
+    if (store.info().get("config") or {}).get("mode") == "bundles":
+        return build_bundle_report(store, **options)
+    return build_recordings_report(store)
+
+
+def build_recordings_report(store: RunStore) -> dict[str, Any]:
     """Turn-taking metrics per system and per call, with denominators, CIs and timelines."""
     from voxeval.suites.duplex.turns import aggregate, compat_metrics
 
@@ -91,4 +108,1030 @@ def build_report(store: RunStore, **_: Any) -> dict[str, Any]:
         "calls": calls_out,
         "rate_order": list(RATE_ORDER),
         "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
+    }
+
+
+# =========================================================================== bundle runs
+
+BUNDLE_RATE_ORDER = (*RATE_ORDER, "behaviour_accuracy")
+TASK_CHECKS = (
+    "goal_completion",
+    "parameter_consistency",
+    "tool_choice",
+    "stale_result_interception",
+    "delivery_correctness",
+    "reconnect_consistency",
+)
+"""Task checks reported in the *task* group."""
+SIDE_EFFECT_CHECKS = ("duplicate_side_effects", "write_after_stop", "cancellation", "compensation")
+"""Task checks reported in the *side effects* group, beside the counts."""
+SIDE_EFFECT_COUNTS = ("duplicate_side_effects", "writes_after_stop", "stale_deliveries")
+TURN_LATENCIES = ("response_latency_ms", "barge_in_stop_ms")
+HIGHER_IS_BETTER = frozenset(
+    {"correct_yield_rate", "behaviour_accuracy", *TASK_CHECKS, *SIDE_EFFECT_CHECKS}
+)
+"""Rates where more is better (task checks are pass rates); every other metric: less."""
+UNMEASURED: dict[str, tuple[str, str]] = {
+    "recovery_accuracy": (
+        "behaviour",
+        "DESIGN's recovery accuracy: nothing in voxeval measures it yet",
+    ),
+    "history_consistency": (
+        "behaviour",
+        "after truncation the agent's memory holds only what was heard: nothing in voxeval "
+        "measures it yet",
+    ),
+}
+"""DESIGN metrics without an implementation: reported as UNKNOWN rows."""
+STRATA = ("route", "device", "language", "category", "system_version")
+KEY_FAILURES = 12
+"""Failures shown in full (slices, players, timeline) in the report."""
+SUBJECTIVE_FILE = "subjective.json"
+LEVELS = ("L1", "L2", "L3", "L4")
+
+
+def _min_level(levels: Iterable[str | None]) -> str | None:
+    """The weakest level, or None when any is unknown or there are none."""
+    lv = list(levels)
+    if not lv or any(x not in LEVELS for x in lv):
+        return None
+    return min(lv, key=lambda x: LEVELS.index(str(x)))
+
+
+def _session(ref: str) -> str:
+    return ref.split("/", 1)[0]
+
+
+def _task_result(d: Mapping[str, Any]) -> Any:
+    """A ``task.TaskResult`` rebuilt from its ``to_dict()``."""
+    from voxeval.suites.duplex.task import TaskCheck, TaskResult
+
+    checks = [
+        TaskCheck(
+            name=c["name"],
+            passed=c.get("passed"),
+            value=c.get("value"),
+            expected=c.get("expected"),
+            evidence=list(c.get("evidence") or []),
+            reason=str(c.get("reason") or ""),
+            unscored=bool(c.get("unscored")),
+            details=dict(c.get("details") or {}),
+        )
+        for c in d.get("checks") or []
+    ]
+    return TaskResult(
+        scenario_id=str(d.get("scenario_id")),
+        session_id=d.get("session_id"),
+        checks=checks,
+        duplicate_side_effects=d.get("duplicate_side_effects"),
+        stale_deliveries=d.get("stale_deliveries"),
+        writes_after_stop=d.get("writes_after_stop"),
+    )
+
+
+def _task_block(recs: Sequence[Record]) -> dict[str, Any]:
+    """``task.aggregate_tasks`` over the sessions with a task result, plus per check the
+    session refs behind it (``denominator``: ``<session>/<check>`` of every scored session;
+    ``events``: the passed ones) and per count the sessions it was counted in."""
+    from voxeval.suites.duplex.task import aggregate_tasks
+
+    scored = [r for r in recs if r.output.get("task")]
+    out = aggregate_tasks([_task_result(r.output["task"]) for r in scored])
+    for name, entry in out["checks"].items():
+        den, hit = [], []
+        for r in scored:
+            c = next((c for c in r.output["task"]["checks"] if c["name"] == name), None)
+            if c is None or c.get("passed") is None:
+                continue
+            den.append(f"{r.id}/{name}")
+            if c["passed"]:
+                hit.append(f"{r.id}/{name}")
+        entry.update(denominator=den, events=hit, value=entry["rate"], k=entry["passed"])
+        entry["definition"] = (
+            "sessions where the check passed / sessions where it applies and was scored "
+            "(not applicable and unscored sessions counted apart, never as failures)"
+        )
+    for name, entry in out["counts"].items():
+        counted = [r for r in scored if r.output["task"].get(name) is not None]
+        entry["sessions"] = [r.id for r in counted]
+        entry["events"] = [f"{r.id}/{name}" for r in counted if r.output["task"][name]]
+        entry["definition"] = f"sum of {name} over the sessions with a tool audit"
+    out["sessions_without_task"] = len(recs) - len(scored)
+    return out
+
+
+def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
+    """The ledger latency pairs of ``recs`` summarised (``metrics.LatencyTable``) overall and
+    per stratum, with every pair as a ``values`` entry (censored ones with ``value_ms`` None)."""
+    from voxeval.suites.duplex.bundle import pairs_of
+    from voxeval.suites.duplex.metrics import LatencyTable
+
+    pairs = [p for r in recs for p in pairs_of(r.id, r.output)]
+    table = LatencyTable().extend(pairs)
+    summary = table.summary(STRATA, n_boot=n_boot)
+    out: dict[str, Any] = {}
+    for name, entry in summary["metrics"].items():
+        out[name] = {
+            **entry["all"],
+            "values": [
+                {
+                    "ref": p.ref,
+                    "session": p.session_id,
+                    "value_ms": p.value_ms,
+                    "censored": p.censored,
+                    "censored_after_ms": p.censored_after_ms,
+                }
+                for p in pairs
+                if p.metric == name
+            ],
+            "by": entry["by"],
+            "definition": entry.get("description", ""),
+            "start": entry.get("start"),
+            "end": entry.get("end"),
+            "censored_examples": entry.get("censored_examples", []),
+            "source": "ledger pairs (events.jsonl + acoustic events derived from the audio)",
+        }
+    return out
+
+
+def _system_block(
+    spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
+) -> dict[str, Any]:
+    from voxeval.suites.duplex.bundle import analysis_of
+    from voxeval.suites.duplex.turns import aggregate
+
+    ok = [r for r in recs if r.status == "ok"]
+    analyses = [analysis_of(r.id, r.output) for r in ok]
+    overall: dict[str, Any] = (
+        aggregate(analyses) if analyses else {"rates": {}, "latencies": {}, "n_calls": 0}
+    )
+    overall.pop("calls", None)
+    overall["n_sessions"] = len(ok)
+    for name in TURN_LATENCIES:
+        if name in overall["latencies"]:
+            overall["latencies"][name]["source"] = "acoustic turns (turns.analyze_call)"
+    ledger = _ledger_latencies(ok, n_boot)
+    overall["latencies"] = {**ledger, **overall["latencies"]}
+    task = _task_block(ok)
+    overall["task"] = task
+    by_key = dict(zip([r.id for r in ok], analyses, strict=True))
+    groups: list[dict[str, Any]] = []
+    for field_name in STRATA:
+        values = sorted(
+            {str((r.output.get("meta") or {}).get(field_name) or "unknown") for r in ok}
+        )
+        for value in values:
+            sub = [
+                r
+                for r in ok
+                if str((r.output.get("meta") or {}).get(field_name) or "unknown") == value
+            ]
+            agg = aggregate([by_key[r.id] for r in sub])
+            sub_task = _task_block(sub)
+            lat = {
+                name: entry["by"].get(field_name, {}).get(value)
+                for name, entry in ledger.items()
+                if entry["by"].get(field_name, {}).get(value) is not None
+            }
+            lat.update({k: v for k, v in agg["latencies"].items() if k in TURN_LATENCIES})
+            groups.append(
+                {
+                    "group": field_name,
+                    "name": value,
+                    "n_sessions": len(sub),
+                    "sessions": [r.id for r in sub],
+                    # task check pass rates sit beside the behaviour rates so that split
+                    # gates find them by name, as in overall.task.checks
+                    "rates": {**agg["rates"], **sub_task["checks"]},
+                    "latencies": lat,
+                    "task": sub_task,
+                }
+            )
+    status = Counter(r.status for r in recs)
+    block = {
+        "system": spec,
+        "overall": overall,
+        "groups": groups,
+        "status_counts": dict(status),
+        "failures": [
+            {
+                "id": r.id,
+                "status": r.status,
+                **(r.error or {}),
+                "bundle": r.output.get("bundle"),
+                "problems": r.output.get("problems") or [],
+            }
+            for r in recs
+            if r.status != "ok"
+        ],
+    }
+    block["metric_rows"] = metric_rows(overall, levels)
+    return block
+
+
+def _row(
+    group: str,
+    name: str,
+    kind: str,
+    n: int,
+    sessions: Iterable[str],
+    levels: Mapping[str, str],
+    summary: str,
+    note: str = "",
+) -> dict[str, Any]:
+    """One labelled metric row: VERIFIED at the weakest level of the sessions behind it,
+    IMPLEMENTED when nothing in this run measured it (n = 0)."""
+    sess = sorted(set(sessions))
+    if n == 0 or not sess:
+        label, level = "IMPLEMENTED", None
+        note = note or "voxeval computes it; this run holds no evidence for it (n = 0)"
+    else:
+        level = _min_level(levels.get(s) for s in sess)
+        label = "VERIFIED" if level else "UNKNOWN"
+        if level is None:
+            note = note or "a session behind it has no derived evidence level"
+    return {
+        "group": group,
+        "name": name,
+        "kind": kind,
+        "label": label,
+        "level": level,
+        "label_text": f"VERIFIED at {level}" if label == "VERIFIED" else label,
+        "n": n,
+        "n_sessions": len(sess),
+        "summary": summary,
+        "note": note,
+    }
+
+
+def _fmt(x: Any, digits: int = 0) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def metric_rows(overall: Mapping[str, Any], levels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every metric of the report's groups, labelled (see ``_row``); DESIGN metrics nothing
+    measures are UNKNOWN rows. Order: speed, behaviour, task, side effects."""
+    from voxeval.suites.duplex.metrics import DEFAULT_PAIRS
+
+    rows: list[dict[str, Any]] = []
+    lat = overall.get("latencies") or {}
+    for name in [*(d.name for d in DEFAULT_PAIRS), *TURN_LATENCIES]:
+        e = lat.get(name) or {}
+        vals = e.get("values") or []
+        summary = (
+            f"P50 {_fmt(e.get('p50'))} ms, P95 {_fmt(e.get('p95'))} ms, "
+            f"{e.get('n_censored', 0)} censored"
+            if e.get("n")
+            else "no pairs"
+        )
+        rows.append(
+            _row(
+                "speed",
+                name,
+                "latency",
+                int(e.get("n") or 0),
+                [str(v.get("session") or _session(str(v.get("ref")))) for v in vals],
+                levels,
+                summary,
+            )
+        )
+    rates = overall.get("rates") or {}
+    for name in BUNDLE_RATE_ORDER:
+        e = rates.get(name) or {}
+        summary = f"{e.get('k', 0)}/{e.get('n', 0)}" + (
+            f" = {e['value']:.3f}" if e.get("value") is not None else ""
+        )
+        rows.append(
+            _row(
+                "behaviour",
+                name,
+                "rate",
+                int(e.get("n") or 0),
+                [_session(str(r)) for r in e.get("denominator") or []],
+                levels,
+                summary,
+            )
+        )
+    for name, (group, why) in UNMEASURED.items():
+        rows.append(
+            {
+                "group": group,
+                "name": name,
+                "kind": "rate",
+                "label": "UNKNOWN",
+                "level": None,
+                "label_text": "UNKNOWN",
+                "n": 0,
+                "n_sessions": 0,
+                "summary": "–",
+                "note": why,
+            }
+        )
+    task = overall.get("task") or {}
+    checks = task.get("checks") or {}
+    for group, names in (("task", TASK_CHECKS), ("side_effects", SIDE_EFFECT_CHECKS)):
+        for name in names:
+            e = checks.get(name) or {}
+            summary = f"{e.get('passed', 0)}/{e.get('n', 0)} passed" + (
+                f"; {e.get('not_applicable', 0)} n/a, {e.get('unscored', 0)} unscored"
+            )
+            rows.append(
+                _row(
+                    group,
+                    name,
+                    "check",
+                    int(e.get("n") or 0),
+                    [_session(str(r)) for r in e.get("denominator") or []],
+                    levels,
+                    summary,
+                )
+            )
+    for name in SIDE_EFFECT_COUNTS:
+        e = (task.get("counts") or {}).get(name) or {}
+        rows.append(
+            _row(
+                "side_effects",
+                f"{name} (count)",
+                "count",
+                int(e.get("sessions_counted") or 0),
+                e.get("sessions") or [],
+                levels,
+                f"{e.get('total', 0)} in {e.get('sessions_with_any', 0)} of "
+                f"{e.get('sessions_counted', 0)} sessions",
+            )
+        )
+    return rows
+
+
+def _session_entry(r: Record, items: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of the report's ``sessions`` list (gates read ``id``, ``bundle``,
+    ``evidence_level`` and ``duration_s``)."""
+    o = r.output
+    item = items.get(r.id)
+    meta = o.get("meta") or {}
+    ev = o.get("evidence") or {}
+    sc = o.get("scenario") or {}
+    m = r.metrics or {}
+    return {
+        "id": r.id,
+        "system": r.system,
+        "repeat": r.repeat,
+        "unit": o.get("unit") or (item.meta.get("unit") if item else r.id),
+        "status": r.status,
+        "error": r.error,
+        "bundle": o.get("bundle") or (item.meta.get("bundle") if item else None),
+        "session_id": o.get("session_id"),
+        "scenario": sc.get("id") or (item.labels.get("scenario") if item else None),
+        "scenario_version": sc.get("version"),
+        "category": meta.get("category") or sc.get("category"),
+        "route": meta.get("route"),
+        "device": meta.get("device"),
+        "language": meta.get("language"),
+        "system_version": meta.get("system_version"),
+        "system_config": (o.get("system") or {}).get("config"),
+        "evidence_level": ev.get("level"),
+        "redacted": ev.get("redacted"),
+        "raw_audio": ev.get("raw_audio"),
+        "duration_s": o.get("duration_s"),
+        "behaviour_accuracy": m.get("behaviour_accuracy"),
+        "task_passed": m.get("task_passed"),
+        "failures": m.get("failures"),
+        "integrity": o.get("integrity"),
+        "problems": o.get("problems") or [],
+        "notes": o.get("notes") or [],
+        "ledger": o.get("ledger"),
+    }
+
+
+def _composition(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What a run was made of: systems with versions and configurations, the scenario set
+    (id -> versions), the category mix (scored sessions per category)."""
+    ok = [s for s in sessions if s["status"] == "ok"]
+    systems: dict[str, dict[str, Any]] = {}
+    for s in ok:
+        entry = systems.setdefault(s["system"], {"versions": [], "configs": []})
+        if s["system_version"] and s["system_version"] not in entry["versions"]:
+            entry["versions"].append(s["system_version"])
+        if s["system_config"] is not None and s["system_config"] not in entry["configs"]:
+            entry["configs"].append(s["system_config"])
+    scenarios: dict[str, list[int]] = {}
+    for s in ok:
+        if s["scenario"]:
+            vs = scenarios.setdefault(str(s["scenario"]), [])
+            if s["scenario_version"] is not None and s["scenario_version"] not in vs:
+                vs.append(s["scenario_version"])
+    return {
+        "systems": systems,
+        "system_versions": sorted({str(s["system_version"]) for s in ok if s["system_version"]}),
+        "scenarios": {k: sorted(v) for k, v in sorted(scenarios.items())},
+        "categories": dict(sorted(Counter(str(s["category"] or "unknown") for s in ok).items())),
+        "sessions": len(ok),
+    }
+
+
+def _key_failures(
+    recs: Sequence[Record], limit: int = KEY_FAILURES
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Failures (task and side-effect checks first, then turn decisions), the first ``limit``
+    with their causal slices; the layer counts over all; timelines of the sessions shown."""
+    found: list[dict[str, Any]] = []
+    for r in recs:
+        if r.status != "ok":
+            continue
+        for sl in r.output.get("slices") or []:
+            found.append(
+                {"system": r.system, "session": r.id, "bundle": r.output.get("bundle"), **sl}
+            )
+    found.sort(
+        key=lambda f: (
+            0 if f.get("kind") == "task" else 1,
+            f["system"],
+            f["session"],
+            f.get("time_s") if f.get("time_s") is not None else math.inf,
+        )
+    )
+    layers = Counter(str(f.get("layer") or "unknown") for f in found)
+    summary = {
+        "n": len(found),
+        "by_layer": dict(sorted(layers.items())),
+        "by_check": dict(sorted(Counter(str(f.get("check")) for f in found).items())),
+        "unknown_root_cause": sum(1 for f in found if f.get("layer") in (None, "unknown")),
+    }
+    shown = found[:limit]
+    timelines: dict[str, Any] = {}
+    by_id = {r.id: r for r in recs}
+    for f in shown:
+        r = by_id[f["session"]]
+        if r.id in timelines:
+            continue
+        o = r.output
+        folder = o.get("bundle")
+        timelines[r.id] = {
+            "duration_s": o.get("duration_s"),
+            "segments": o.get("segments"),
+            "markers": o.get("markers") or [],
+            "raw_audio": (o.get("evidence") or {}).get("raw_audio"),
+            "bundle": folder,
+        }
+    return shown, summary, timelines
+
+
+def subjective_block(path: Path, levels: Mapping[str, str]) -> dict[str, Any]:
+    """Pairwise preferences from ``subjective.json`` in the run folder, if present.
+
+    File: ``{"study": NAME, "preferences": [{"a": SYSTEM_A, "b": SYSTEM_B, "winner": "a" |
+    "b" | "tie" | SYSTEM_A | SYSTEM_B, "sessions": [SESSION_A, SESSION_B] (optional),
+    "rater": ID (optional)}]}`` (a bare list of preferences is accepted too).
+
+    Per unordered pair of systems (``a`` < ``b`` alphabetically): win rate of ``a`` =
+    wins of a / (wins of a + wins of b), ties excluded from the denominator and counted
+    apart; 95 % Wilson interval. Subjective results are their own group: they never override
+    event or business truth. The level is the weakest level of the rated sessions when every
+    preference names sessions of this run; otherwise none applies.
+    """
+    from voxeval.stats.intervals import wilson_interval
+
+    base: dict[str, Any] = {
+        "file": SUBJECTIVE_FILE,
+        "never_overrides": "subjective preferences are reported beside speed, behaviour, task "
+        "and side effects; they never override event or business truth",
+    }
+    if not path.is_file():
+        return {**base, "status": "no study linked", "pairs": [], "level": None}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return {**base, "status": "invalid", "problems": [f"{path}: {exc}"], "pairs": []}
+    prefs = data.get("preferences") if isinstance(data, dict) else data
+    if not isinstance(prefs, list):
+        return {
+            **base,
+            "status": "invalid",
+            "problems": [f"{path}: no preferences list"],
+            "pairs": [],
+        }
+    problems: list[str] = []
+    tally: dict[tuple[str, str], Counter[str]] = {}
+    rated: list[str] = []
+    all_linked = True
+    for i, p in enumerate(prefs):
+        if not isinstance(p, dict) or not {"a", "b", "winner"} <= set(p):
+            problems.append(f"{path}: preferences[{i}] needs a, b and winner")
+            continue
+        a, b, w = str(p["a"]), str(p["b"]), str(p["winner"])
+        if a == b:
+            problems.append(f"{path}: preferences[{i}] compares {a!r} with itself")
+            continue
+        side = {"a": a, "b": b, a: a, b: b, "tie": "tie"}.get(w)
+        if side is None:
+            problems.append(f"{path}: preferences[{i}]: winner {w!r} is not a, b or tie")
+            continue
+        lo, hi = sorted((a, b))
+        tally.setdefault((lo, hi), Counter())[side] += 1
+        sess = p.get("sessions")
+        if isinstance(sess, list) and sess and all(str(s) in levels for s in sess):
+            rated += [str(s) for s in sess]
+        else:
+            all_linked = False
+    pairs = []
+    for (lo, hi), c in sorted(tally.items()):
+        n = c[lo] + c[hi]
+        ci = wilson_interval(c[lo], n) if n else (None, None)
+        pairs.append(
+            {
+                "a": lo,
+                "b": hi,
+                "n": n,
+                "wins_a": c[lo],
+                "wins_b": c[hi],
+                "ties": c["tie"],
+                "win_rate_a": c[lo] / n if n else None,
+                "ci_low": ci[0] if n else None,
+                "ci_high": ci[1] if n else None,
+                "definition": "wins of a / (wins of a + wins of b); ties counted apart; "
+                "95% Wilson interval",
+            }
+        )
+    level = _min_level(levels[s] for s in rated) if all_linked and rated else None
+    return {
+        **base,
+        "status": "linked",
+        "study": data.get("study") if isinstance(data, dict) else None,
+        "pairs": pairs,
+        "problems": problems,
+        "level": level,
+        "level_note": "weakest level of the rated sessions"
+        if level
+        else "the preferences do not all name sessions of this run: no evidence level applies",
+    }
+
+
+def build_bundle_report(
+    store: RunStore, *, n_boot: int = 1000, baseline: str | Path | None = None, **_: Any
+) -> dict[str, Any]:
+    """The report of a bundle run, recomputed from its records.
+
+    Per system: ``overall`` with ``latencies`` (ledger pairs and acoustic turn latencies:
+    n, n_censored, P50/P95/P99 with bootstrap CIs over sessions, every pair in ``values``,
+    strata in ``by``), ``rates`` (behaviour, each ``k / n`` with its denominator refs and a
+    Wilson CI), ``task`` (``aggregate_tasks`` with session refs) and ``counts`` (side
+    effects); ``groups`` per value of route, device, language, category and system version;
+    ``metric_rows`` labelled VERIFIED at the weakest level of the sessions behind each,
+    IMPLEMENTED (n = 0) or UNKNOWN. Run-wide: the ``evidence`` block (run level = the weakest
+    session level; per-session levels and reasons), the detector and its measured error, the
+    sessions, key failures with their causal slices, the subjective group and, with a
+    baseline (``baseline`` or the run's ``config.baseline``), what changed.
+    """
+    info = store.info()
+    config = info.get("config") or {}
+    items = {it.id: it for it in store.items()}
+    loaded = store.load_records()
+    records = sorted(loaded.records, key=lambda r: (r.system, r.id, r.repeat))
+    ok = [r for r in records if r.status == "ok"]
+    levels = {r.id: str((r.output.get("evidence") or {}).get("level")) for r in ok}
+    specs = list(config.get("systems") or sorted({r.system for r in records}))
+    specs += sorted({r.system for r in records} - set(specs))
+    systems_out = [
+        _system_block(spec, [r for r in records if r.system == spec], levels, n_boot)
+        for spec in specs
+    ]
+    sessions = [_session_entry(r, items) for r in records]
+    key_failures, failure_summary, timelines = _key_failures(ok)
+    run_level = _min_level(levels.values())
+    redacted = sorted(r.id for r in ok if (r.output.get("evidence") or {}).get("redacted"))
+    detector = dict(config.get("detector") or {})
+    feature_detectors = sorted(
+        {
+            str(r.output.get("detector"))
+            for r in ok
+            if r.output.get("segments_source") != "audio"
+            and r.output.get("detector") != detector.get("name")
+        }
+    )
+    report: dict[str, Any] = {
+        "suite": "duplex",
+        "mode": "bundles",
+        "metrics_version": config.get("metrics_version"),
+        "versions": config.get("versions"),
+        "run_id": info.get("run_id", store.run_id),
+        "generated_at": utc_now(),
+        "detector": detector,
+        "detector_notes": (
+            [
+                "redacted sessions bring segments from another detector: "
+                + ", ".join(feature_detectors)
+            ]
+            if feature_detectors
+            else []
+        ),
+        "evidence": {
+            "level": run_level,
+            "sessions": levels,
+            "details": {
+                r.id: {
+                    "level": (r.output.get("evidence") or {}).get("level"),
+                    "reasons": (r.output.get("evidence") or {}).get("reasons") or [],
+                    "redacted": bool((r.output.get("evidence") or {}).get("redacted")),
+                    "raw_audio": (r.output.get("evidence") or {}).get("raw_audio"),
+                }
+                for r in ok
+            },
+            "counts": dict(sorted(Counter(levels.values()).items())),
+            "redacted_sessions": redacted,
+            "status": "derived from each bundle's manifest provenance (never self-declared)",
+            "note": (
+                f"Run level {run_level}: the weakest of {len(levels)} session level(s); "
+                "each metric row is VERIFIED at the weakest level of the sessions behind it."
+                if run_level
+                else "No session was scored: no evidence level."
+            )
+            + (
+                f" {len(redacted)} session(s) are redacted: raw audio dropped, features kept."
+                if redacted
+                else ""
+            ),
+        },
+        "systems": systems_out,
+        "sessions": sessions,
+        "composition": _composition(sessions),
+        "key_failures": key_failures,
+        "failure_summary": failure_summary,
+        "timelines": timelines,
+        "subjective": subjective_block(store.path / SUBJECTIVE_FILE, levels),
+        "rate_order": list(BUNDLE_RATE_ORDER),
+        "groups_of_metrics": {
+            "speed": "latency pairs (ledger) and acoustic turn latencies",
+            "behaviour": "turn decisions against scenario labels",
+            "task": ", ".join(TASK_CHECKS),
+            "side_effects": ", ".join([*SIDE_EFFECT_CHECKS, *SIDE_EFFECT_COUNTS]),
+            "subjective": "pairwise preferences (subjective.json)",
+        },
+        "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
+    }
+    base_path = baseline or config.get("baseline")
+    if base_path:
+        report["what_changed"] = what_changed(report, Path(base_path), n_boot=n_boot)
+    return report
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def _baseline_report(path: Path) -> dict[str, Any]:
+    from voxeval.core.errors import InputError
+
+    store = RunStore.open(path)
+    info = store.info()
+    if info.get("suite") != "duplex":
+        raise InputError(f"{path} is a {info.get('suite')!r} run, not a duplex run")
+    rp = store.path / "report.json"
+    if rp.is_file():
+        try:
+            data: dict[str, Any] = json.loads(rp.read_text(encoding="utf-8"))
+            return data
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{rp}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+    if (info.get("config") or {}).get("mode") == "bundles":
+        return build_bundle_report(store, baseline=None)
+    return build_recordings_report(store)
+
+
+def newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float] | None:
+    """``p1 - p2`` with Newcombe's hybrid score 95 % interval (independent samples)::
+
+        d = p1 - p2
+        lower = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)
+        upper = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)
+
+    with (l, u) the Wilson intervals of each rate. None when either n is 0.
+    """
+    from voxeval.stats.intervals import wilson_interval
+
+    if n1 <= 0 or n2 <= 0:
+        return None
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1)
+    l2, u2 = wilson_interval(k2, n2)
+    d = p1 - p2
+    return (
+        d,
+        d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+        d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2),
+    )
+
+
+def _order_stat(sorted_vals: Any, q: float) -> float:
+    """Linear-interpolated quantile of sorted values (``inf`` = censored; inf if it touches one)."""
+    n = len(sorted_vals)
+    h = (n - 1) * q
+    lo, hi = math.floor(h), math.ceil(h)
+    a, b = float(sorted_vals[lo]), float(sorted_vals[hi])
+    if math.isinf(a) or math.isinf(b):
+        return math.inf
+    return a + (b - a) * (h - lo)
+
+
+def percentile_diff(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    q: float,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """``P_q(a) - P_q(b)`` of two runs' latency pairs (``values`` entries; censored = +inf)
+    with a 95 % percentile-bootstrap interval that resamples each run's sessions
+    independently (the runs hold different sessions). None when either side has no pairs;
+    ``diff`` is None when a percentile falls among censored pairs, a CI end None when more
+    than 2.5 % of the draws do."""
+    import numpy as np
+
+    def prep(vals: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for v in vals:
+            x = v.get("value_ms")
+            s = str(v.get("session") or _session(str(v.get("ref"))))
+            out.setdefault(s, []).append(math.inf if v.get("censored") or x is None else float(x))
+        return out
+
+    ga, gb = prep(a), prep(b)
+    if not ga or not gb:
+        return None
+    pa = _order_stat(np.sort([x for xs in ga.values() for x in xs]), q)
+    pb = _order_stat(np.sort([x for xs in gb.values() for x in xs]), q)
+    rng = np.random.default_rng(seed)
+    la, lb = list(ga.values()), list(gb.values())
+    diffs = np.empty(n_boot)
+    for i in range(n_boot):
+        da = [x for j in rng.integers(0, len(la), len(la)) for x in la[j]]
+        db = [x for j in rng.integers(0, len(lb), len(lb)) for x in lb[j]]
+        va, vb = _order_stat(np.sort(da), q), _order_stat(np.sort(db), q)
+        diffs[i] = math.nan if math.isinf(va) or math.isinf(vb) else va - vb
+    finite = np.sort(diffs[~np.isnan(diffs)])
+    bad = n_boot - finite.size
+    lo = hi = None
+    if finite.size and bad <= 0.025 * n_boot:
+        lo = float(np.quantile(np.concatenate([finite, np.full(bad, -np.inf)]), 0.025))
+        hi = float(np.quantile(np.concatenate([finite, np.full(bad, np.inf)]), 0.975))
+        lo = None if math.isinf(lo) else lo
+        hi = None if math.isinf(hi) else hi
+    diff = None if math.isinf(pa) or math.isinf(pb) else pa - pb
+    return {
+        "current": None if math.isinf(pa) else pa,
+        "baseline": None if math.isinf(pb) else pb,
+        "diff": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+        "method": "percentile bootstrap, sessions of each run resampled independently",
+    }
+
+
+def _verdict(name: str, diff: float | None, lo: float | None, hi: float | None) -> str:
+    """``improved`` / ``regressed`` when the CI lies on one side of 0, ``better`` / ``worse``
+    when only the point estimate moved, ``same`` or ``unknown``."""
+    if diff is None:
+        return "unknown"
+    good = (diff > 0) == (name in HIGHER_IS_BETTER)
+    if lo is not None and hi is not None and (lo > 0 or hi < 0):
+        return "improved" if good else "regressed"
+    if diff == 0:
+        return "same"
+    return "better" if good else "worse"
+
+
+def _system_pairs(
+    cur: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Same-named systems; else, when both runs hold one system each, those two."""
+    by_name = {s["system"]: s for s in base}
+    pairs = [(s, by_name[s["system"]]) for s in cur if s["system"] in by_name]
+    if not pairs and len(cur) == 1 and len(base) == 1:
+        pairs = [(cur[0], base[0])]
+    return pairs
+
+
+def what_changed(
+    report: Mapping[str, Any], baseline: Path, *, n_boot: int = 1000
+) -> dict[str, Any]:
+    """Differences from a baseline run: system versions, configuration, scenario set and
+    versions, category mix, and every metric both runs measured (current - baseline with a
+    95 % CI: Newcombe for rates and check pass rates, session bootstrap for P50/P95). A
+    trade-off is a metric that improved (CI on the better side of 0) next to one that
+    regressed (CI on the worse side)."""
+    from voxeval.core.errors import InputError
+
+    try:
+        base = _baseline_report(baseline)
+    except InputError as exc:
+        return {"baseline": str(baseline), "error": str(exc)}
+    out: dict[str, Any] = {"baseline": str(baseline), "baseline_run_id": base.get("run_id")}
+    if base.get("mode") != "bundles":
+        out["note"] = "the baseline is not a bundle run: only its metrics are compared"
+        bcomp: dict[str, Any] = {}
+    else:
+        bcomp = base.get("composition") or {}
+    ccomp = report.get("composition") or {}
+    out["system_versions"] = {
+        "current": ccomp.get("system_versions", []),
+        "baseline": bcomp.get("system_versions", []),
+        "changed": ccomp.get("system_versions", []) != bcomp.get("system_versions", []),
+    }
+    cfg: list[dict[str, Any]] = []
+    csys, bsys = ccomp.get("systems") or {}, bcomp.get("systems") or {}
+    named = [(n, n) for n in csys if n in bsys]
+    if not named and len(csys) == 1 and len(bsys) == 1:
+        named = [(next(iter(csys)), next(iter(bsys)))]
+    for cn, bn in named:
+        cc, bc = csys[cn]["configs"], bsys[bn]["configs"]
+        if cc == bc:
+            continue
+        keys = sorted(
+            {
+                k
+                for x in (*cc, *bc)
+                if isinstance(x, dict)
+                for k in x
+                if any(isinstance(y, dict) and y.get(k) != x.get(k) for y in (*cc, *bc))
+            }
+        )
+        cfg.append(
+            {
+                "system": cn if cn == bn else f"{bn} -> {cn}",
+                "current": cc,
+                "baseline": bc,
+                "keys": keys,
+            }
+        )
+    unmatched = sorted(set(csys) - {c for c, _ in named})
+    if unmatched:
+        out["unmatched_systems"] = unmatched
+    out["config"] = cfg
+    cs, bs = ccomp.get("scenarios") or {}, bcomp.get("scenarios") or {}
+    out["scenarios"] = {
+        "added": sorted(set(cs) - set(bs)),
+        "removed": sorted(set(bs) - set(cs)),
+        "version_changed": {
+            k: {"current": cs[k], "baseline": bs[k]}
+            for k in sorted(set(cs) & set(bs))
+            if cs[k] != bs[k]
+        },
+    }
+    cc_, bc_ = ccomp.get("categories") or {}, bcomp.get("categories") or {}
+    out["category_mix"] = {
+        k: {"current": cc_.get(k, 0), "baseline": bc_.get(k, 0)}
+        for k in sorted(set(cc_) | set(bc_))
+    }
+    out["category_mix_changed"] = any(
+        v["current"] != v["baseline"] for v in out["category_mix"].values()
+    )
+    comparisons = []
+    for cur, old in _system_pairs(report.get("systems") or [], base.get("systems") or []):
+        rows: list[dict[str, Any]] = []
+        co, bo = cur.get("overall") or {}, old.get("overall") or {}
+        rate_sets = [
+            ("rate", co.get("rates") or {}, bo.get("rates") or {}, "k"),
+            (
+                "check",
+                (co.get("task") or {}).get("checks") or {},
+                (bo.get("task") or {}).get("checks") or {},
+                "passed",
+            ),
+        ]
+        for kind, cr, br, kkey in rate_sets:
+            for name in cr:
+                if name not in br:
+                    continue
+                k1, n1 = int(cr[name].get(kkey) or 0), int(cr[name].get("n") or 0)
+                k2, n2 = int(br[name].get(kkey) or 0), int(br[name].get("n") or 0)
+                d = newcombe_diff(k1, n1, k2, n2)
+                if d is None:
+                    continue
+                rows.append(
+                    {
+                        "metric": name,
+                        "kind": kind,
+                        "statistic": "rate",
+                        "current": k1 / n1,
+                        "baseline": k2 / n2,
+                        "diff": d[0],
+                        "ci_low": d[1],
+                        "ci_high": d[2],
+                        "n_current": n1,
+                        "n_baseline": n2,
+                        "method": "Newcombe hybrid score interval (independent samples)",
+                        "verdict": _verdict(name, d[0], d[1], d[2]),
+                    }
+                )
+        cl, bl = co.get("latencies") or {}, bo.get("latencies") or {}
+        for name in cl:
+            if name not in bl:
+                continue
+            for stat, q in (("p50", 0.5), ("p95", 0.95)):
+                d2 = percentile_diff(
+                    cl[name].get("values") or [], bl[name].get("values") or [], q, n_boot=n_boot
+                )
+                if d2 is None:
+                    continue
+                rows.append(
+                    {
+                        "metric": name,
+                        "kind": "latency",
+                        "statistic": stat,
+                        **d2,
+                        "n_current": cl[name].get("n"),
+                        "n_baseline": bl[name].get("n"),
+                        "verdict": _verdict(name, d2["diff"], d2["ci_low"], d2["ci_high"]),
+                    }
+                )
+        improved = [r for r in rows if r["verdict"] == "improved"]
+        regressed = [r for r in rows if r["verdict"] == "regressed"]
+        comparisons.append(
+            {
+                "system": cur["system"],
+                "baseline_system": old["system"],
+                "metrics": rows,
+                "improved": [f"{r['metric']} {r['statistic']}" for r in improved],
+                "regressed": [f"{r['metric']} {r['statistic']}" for r in regressed],
+                "trade_offs": [
+                    {
+                        "improved": f"{a['metric']} {a['statistic']}",
+                        "regressed": f"{b['metric']} {b['statistic']}",
+                    }
+                    for a in improved
+                    for b in regressed
+                ],
+            }
+        )
+    out["comparisons"] = comparisons
+    if not comparisons:
+        out["note"] = out.get("note", "") + " no system of this run matches one of the baseline"
+    return out
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
+    """Per (system, unit): ``(errors, opportunities)`` for ``voxeval compare``.
+
+    ``metric="behaviour"``: wrong turn decisions / decision points (``behaviour_accuracy``'s
+    complement, latency-free). ``metric="task"``: failed task checks / scored task checks
+    (bundle runs). Units pair the two runs: a bundle's scenario id and repeat
+    (``<scenario>#<repeat>``), a recording's call id. Clusters: the scenario (repeats of one
+    scenario resample together); groups: category and route.
+    """
+    from voxeval.core.errors import InputError
+
+    if metric not in ("behaviour", "task"):
+        raise InputError(f"unknown paired metric {metric!r} (behaviour or task)")
+    config = store.info().get("config") or {}
+    bundles = config.get("mode") == "bundles"
+    items = {it.id: it for it in store.items()}
+    units: dict[str, dict[str, tuple[float, float]]] = {}
+    clusters: dict[str, str] = {}
+    groups: dict[str, dict[str, str]] = {}
+    for r in store.load_records().records:
+        if r.status != "ok":
+            continue
+        if bundles:
+            from voxeval.suites.duplex.bundle import analysis_of
+
+            unit = str(r.output.get("unit") or r.id)
+            meta = r.output.get("meta") or {}
+            sc = r.output.get("scenario") or {}
+            clusters[unit] = str(sc.get("id") or r.id)
+            groups[unit] = {
+                "category": str(meta.get("category") or "unknown"),
+                "route": str(meta.get("route") or "unknown"),
+            }
+            if metric == "task":
+                checks = [
+                    c
+                    for c in (r.output.get("task") or {}).get("checks", [])
+                    if c.get("passed") is not None
+                ]
+                if checks:
+                    fails = sum(1 for c in checks if c["passed"] is False)
+                    units.setdefault(r.system, {})[unit] = (float(fails), float(len(checks)))
+                continue
+            analysis = analysis_of(r.id, r.output)
+        else:
+            if metric == "task":
+                raise InputError("recordings runs have no task results: use metric behaviour")
+            unit = r.id
+            labels = CallInput.from_item(items[r.id]).labels if r.id in items else []
+            analysis = analyze_output(r.id, r.output, labels)
+        acc = analysis.rates["behaviour_accuracy"]
+        if acc.n:
+            units.setdefault(r.system, {})[unit] = (float(acc.n - acc.k), float(acc.n))
+    return {
+        "metric": "behaviour_error_rate" if metric == "behaviour" else "task_check_failure_rate",
+        "lower_is_better": True,
+        "units": units,
+        "clusters": clusters,
+        "groups": groups,
     }

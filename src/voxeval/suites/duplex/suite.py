@@ -14,6 +14,12 @@ def _report(store: RunStore, **options: Any) -> dict[str, Any]:
     return build_report(store, **options)
 
 
+def _paired_units(store: RunStore, **options: Any) -> dict[str, Any]:
+    from voxeval.suites.duplex.report import paired_units
+
+    return paired_units(store, **options)
+
+
 def _md(report: dict[str, Any]) -> str:
     from voxeval.suites.duplex.render import render_markdown
 
@@ -34,8 +40,10 @@ def _html_body(report: dict[str, Any], store: RunStore) -> str:
 
 SUITE = SuiteInfo(
     name="duplex",
-    description="Full-duplex agent acceptance: turn-taking from two-channel recordings (more to come)",
+    description="Full-duplex agent acceptance: evidence bundles and two-channel recordings scored "
+    "for speed, behaviour, task and side effects; gates",
     report=_report,
+    paired_units=_paired_units,
     extras={
         "render_markdown": _md,
         "render_html": _html,
