@@ -234,3 +234,16 @@ def test_score_redact_cli_keeps_no_raw_audio(tmp_path: Path) -> None:
     assert report["key_failures"][0]["layer"] == "decision"
     html = (path / "report.html").read_text()
     assert "raw audio dropped by redaction" in html and "<audio" not in html
+
+
+def test_validate_accepts_a_redacted_bundle_without_raw_audio(source: Path, tmp_path: Path) -> None:
+    """`duplex validate` on a redacted bundle: no "required file missing" for the dropped WAVs."""
+    from voxeval.suites.duplex.validate import validate_path
+
+    dst = tmp_path / "redacted"
+    redact_bundle(source, dst)
+    assert not (dst / "input.wav").exists() and (dst / "features.json").exists()
+    missing = [p for p in validate_path(dst) if "required bundle file missing" in p.message]
+    assert missing == []
+    (dst / "features.json").unlink()  # without the features the audio really is missing
+    assert any("required bundle file missing" in p.message for p in validate_path(dst))

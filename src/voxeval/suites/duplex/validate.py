@@ -764,6 +764,16 @@ def _track_ids(
 # --------------------------------------------------------------------------- bundle
 
 
+def _declares_redacted(manifest_path: Path) -> bool:
+    """True when the manifest's ``privacy.redacted`` is set (unreadable manifests: False)."""
+    try:
+        doc = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    privacy = doc.get("privacy") if isinstance(doc, dict) else None
+    return bool(isinstance(privacy, dict) and privacy.get("redacted"))
+
+
 def validate_bundle(folder: Path) -> list[Problem]:
     """A bundle directory: files present, hashes, audio, ledger, ids, scenario copy."""
     problems: list[Problem] = []
@@ -771,8 +781,12 @@ def validate_bundle(folder: Path) -> list[Problem]:
     def name(rel: str) -> str:
         return str(folder / rel)
 
+    # A redacted bundle (``--redact``) keeps derived features instead of the raw audio.
+    redacted = (folder / "features.json").is_file() and _declares_redacted(folder / "manifest.json")
     for rel in REQUIRED_BUNDLE_FILES:
         if not (folder / rel).is_file():
+            if redacted and rel.endswith(".wav"):
+                continue
             problems.append(Problem(name(rel), None, None, "error", "required bundle file missing"))
     manifest: BundleManifest | None = None
     mdoc: _Doc | None = None
