@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from voxeval.report.writer import json_safe, write_report
+from voxeval.report.writer import finish_run, json_safe, write_report
 
-__all__ = ["json_safe", "write_report"]
+__all__ = ["finish_run", "json_safe", "write_report"]

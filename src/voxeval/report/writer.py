@@ -46,3 +46,15 @@ def write_report(run_dir: str | Path, **options: Any) -> dict[str, Path]:
     if render_html:
         paths["html"].write_text(render_html(report, store), encoding="utf-8")
     return paths
+
+
+def finish_run(store: RunStore, write_reports: bool = True) -> RunStore:
+    """Close the record file, stamp ``ended_at`` in ``run.json`` and (by default) write the
+    reports: the common last step of every command that produces a run."""
+    from voxeval.core.runstore import utc_now
+
+    store.close()
+    store.update_info(ended_at=utc_now())
+    if write_reports:
+        write_report(store.path)
+    return store

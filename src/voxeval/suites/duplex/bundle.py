@@ -1398,10 +1398,6 @@ def score_bundles(
         store.append(rec)
         if on_record:
             on_record(rec)
-    store.close()
-    store.update_info(ended_at=utc_now())
-    if write_reports:
-        from voxeval.report import write_report
+    from voxeval.report import finish_run
 
-        write_report(store.path)
-    return store
+    return finish_run(store, write_reports)

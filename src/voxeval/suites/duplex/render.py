@@ -403,7 +403,19 @@ def _subjective_md(sub: dict[str, Any]) -> str:
             + (f": {extra}" if extra else "")
             + f"). {sub.get('never_overrides')}.\n"
         )
-    rows = [
+    return (
+        md_table(SUBJECTIVE_HEADERS, _subjective_rows(sub))
+        + f"\n{sub.get('never_overrides')}. Evidence: {sub.get('level') or 'none'} "
+        f"({sub.get('level_note')}).\n"
+    )
+
+
+SUBJECTIVE_HEADERS = ["A", "B", "A wins", "B wins", "ties", "A win rate", "95% CI"]
+
+
+def _subjective_rows(sub: dict[str, Any]) -> list[list[Any]]:
+    """Pairwise preference rows (A vs B wins, ties, A's win rate with its Wilson CI)."""
+    return [
         [
             p["a"],
             p["b"],
@@ -415,11 +427,6 @@ def _subjective_md(sub: dict[str, Any]) -> str:
         ]
         for p in sub["pairs"]
     ]
-    return (
-        md_table(["A", "B", "A wins", "B wins", "ties", "A win rate", "95% CI"], rows)
-        + f"\n{sub.get('never_overrides')}. Evidence: {sub.get('level') or 'none'} "
-        f"({sub.get('level_note')}).\n"
-    )
 
 
 def _what_changed_md(wc: dict[str, Any]) -> str:
@@ -725,24 +732,7 @@ def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = Non
         sub = report.get("subjective") or {}
         body.append("<h3>Subjective</h3>")
         if sub.get("status") == "linked":
-            body.append(
-                table(
-                    ["A", "B", "A wins", "B wins", "ties", "A win rate", "95% CI"],
-                    [
-                        [
-                            p["a"],
-                            p["b"],
-                            p["wins_a"],
-                            p["wins_b"],
-                            p["ties"],
-                            p["win_rate_a"],
-                            _ci(p["ci_low"], p["ci_high"]),
-                        ]
-                        for p in sub["pairs"]
-                    ],
-                    left=2,
-                )
-            )
+            body.append(table(SUBJECTIVE_HEADERS, _subjective_rows(sub), left=2))
         else:
             body.append("<p class='muted'>No study linked.</p>")
         body.append(f"<p class='muted'>{esc(sub.get('never_overrides'))}.</p>")

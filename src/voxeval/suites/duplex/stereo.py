@@ -178,13 +178,9 @@ def score_calls(
         store.append(rec)
         if on_record:
             on_record(rec)
-    store.close()
-    store.update_info(ended_at=utc_now())
-    if write_reports:
-        from voxeval.report import write_report
+    from voxeval.report import finish_run
 
-        write_report(store.path)
-    return store
+    return finish_run(store, write_reports)
 
 
 def _call_metrics(analysis: Any) -> dict[str, Any]:
