@@ -33,11 +33,9 @@ def run_demo(
         sub = suite.demo(store.path, workers=workers, progress=progress)
         runs[suite.name] = {"run_dir": sub.path.name, "seconds": round(time.perf_counter() - t0, 1)}
         store.update_info(runs=runs)
-    store.update_info(ended_at=utc_now())
-    from voxeval.report import write_report
+    from voxeval.report import finish_run
 
-    write_report(store.path)
-    return store.path
+    return finish_run(store).path
 
 
 def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:

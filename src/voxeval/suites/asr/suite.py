@@ -128,12 +128,9 @@ def score_files(
     }
     store = RunStore.create(out, SUITE_NAME, config, items)
     store.append_many(records)
-    store.update_info(ended_at=utc_now())
-    if write_reports:
-        from voxeval.report import write_report
+    from voxeval.report import finish_run
 
-        write_report(store.path)
-    return store
+    return finish_run(store, write_reports)
 
 
 def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
