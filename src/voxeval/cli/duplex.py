@@ -155,6 +155,12 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Bundles: a previous duplex run; the report lists what changed and the trade-offs.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Bundles: continue the newest run under OUT with the same bundles and settings; "
+    "bundles already scored there are kept.",
+)
 @results_out_option
 def score_cmd(
     bundles: tuple[Path, ...],
@@ -170,6 +176,7 @@ def score_cmd(
     purpose: str | None,
     transcripts: str | None,
     baseline: Path | None,
+    resume: bool,
     out: Path,
 ) -> None:
     """Score evidence bundles (BUNDLES: bundle folders, or folders searched recursively for
@@ -191,6 +198,7 @@ def score_cmd(
         "--purpose": purpose is not None,
         "--transcripts": transcripts is not None,
         "--baseline": baseline is not None,
+        "--resume": resume,
     }
     if bundles and (stereo or user or agent):
         click.echo("error: give bundle folders or --stereo/--user/--agent, not both", err=True)
@@ -251,6 +259,8 @@ def score_cmd(
             baseline=baseline,
             inputs=[str(b) for b in bundles],
             on_record=lambda rec: progress.advance(task),
+            resume=resume,
+            on_plan=lambda n: progress.update(task, total=n),
         )
     records = store.load_records().records
     broken = [r for r in records if r.status != "ok"]

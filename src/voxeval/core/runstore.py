@@ -144,6 +144,29 @@ class RunStore:
                 return cls(run_dir)
         return None
 
+    @classmethod
+    def start_or_resume(
+        cls,
+        out_parent: str | Path,
+        suite: str,
+        config: dict[str, Any],
+        items: list[Item] | None,
+        resume: bool,
+    ) -> tuple[RunStore, set[tuple[str, str, int]], bool]:
+        """A new run, or with ``resume`` the newest run under ``out_parent`` of this suite with
+        the same config fingerprint: ``(store, keys of its finished records, resumed)``. A
+        resumed run's half-written last line is cut and ``resumed_at`` gains the time."""
+        if resume:
+            store = cls.find_resumable(out_parent, suite, config_fingerprint(config))
+            if store is not None:
+                store.repair_tail()
+                done = {r.key for r in store.load_records().records}
+                info = store.info()
+                info.setdefault("resumed_at", []).append(utc_now())
+                store.write_info(info)
+                return store, done, True
+        return cls.create(out_parent, suite, config, items), set(), False
+
     # -- metadata ---------------------------------------------------------------------------
     @property
     def run_id(self) -> str:

@@ -887,3 +887,41 @@ def test_subjective_preferences_are_their_own_group(small: Path, tmp_path: Path)
     # never overrides event or business truth
     assert after["systems"][0]["overall"]["rates"] == before["systems"][0]["overall"]["rates"]
     assert "A win rate" in (run / "report.md").read_text()
+
+
+def test_a_killed_bundle_run_resumes_without_rescoring(small: Path, tmp_path: Path) -> None:
+    from voxeval.suites.duplex.bundle import plan_bundles, score_bundles
+
+    out = tmp_path / "runs"
+    refs = plan_bundles([small])
+    seen: list[str] = []
+
+    def die_after_first(rec: Any) -> None:
+        seen.append(rec.id)
+        raise KeyboardInterrupt  # the process is killed after the first record is on disk
+
+    with pytest.raises(KeyboardInterrupt):
+        score_bundles(refs, out, detector="energy", inputs=[str(small)], on_record=die_after_first)
+    (run,) = list(out.iterdir())
+    first = records_of(run)[seen[0]]
+    with (run / "records.jsonl").open("a") as fh:
+        fh.write('{"id": "half-writ')  # a torn last line from the kill
+    path, _, _ = invoke(
+        ["duplex", "score", str(small), "--detector", "energy", "--resume", "--out", str(out)]
+    )
+    assert path == run and [p.name for p in out.iterdir()] == [run.name]
+    lines = (run / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and len({json.loads(x)["id"] for x in lines}) == 3
+    assert records_of(run)[seen[0]].started_at == first.started_at  # kept, not redone
+    assert len(json.loads((run / "run.json").read_text())["resumed_at"]) == 1
+    assert (run / "report.json").is_file()
+
+    # a changed bundle is new evidence: --resume starts a new run instead of mixing the two
+    changed = copy_bundle(small, tmp_path / "changed")
+    m = json.loads((changed / "d05" / "manifest.json").read_text())
+    m["device"] = "other-handset"
+    (changed / "d05" / "manifest.json").write_text(json.dumps(m))
+    path2, _, _ = invoke(
+        ["duplex", "score", str(changed), "--detector", "energy", "--resume", "--out", str(out)]
+    )
+    assert path2 is not None and path2 != run

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.items import Item, file_sha256, load_manifest
+from voxeval.core.items import file_sha256, load_manifest
 from voxeval.core.records import Record
 from voxeval.core.registry import SuiteInfo
-from voxeval.core.runstore import RunStore, config_fingerprint, utc_now
+from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
 
 SUITE_NAME = "asr"
@@ -28,19 +28,6 @@ def run_config(
         "metrics_version": METRICS_VERSION,
         "repeats": repeats,
     }
-
-
-def start_or_resume(
-    out: Path, items: list[Item], config: dict[str, Any], resume: bool
-) -> tuple[RunStore, set[tuple[str, str, int]], bool]:
-    """A new run, or with ``resume`` the newest matching run under ``out`` and its done keys."""
-    if resume:
-        store = RunStore.find_resumable(out, SUITE_NAME, config_fingerprint(config))
-        if store is not None:
-            store.repair_tail()
-            done = {r.key for r in store.load_records().records}
-            return store, done, True
-    return RunStore.create(out, SUITE_NAME, config, items), set(), False
 
 
 def run_asr(
@@ -64,11 +51,7 @@ def run_asr(
     manifest = Path(manifest)
     items = load_manifest(manifest)
     config = run_config(manifest, systems, normalizer, repeats)
-    store, done, resumed = start_or_resume(Path(out), items, config, resume)
-    info = store.info()
-    if resumed:
-        info.setdefault("resumed_at", []).append(utc_now())
-        store.write_info(info)
+    store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, items, resume)
     try:
         loads = run_systems(
             store,

@@ -1315,6 +1315,14 @@ def behaviour_slice(
 # --------------------------------------------------------------------------- a run
 
 
+def _manifest_sha(folder: Path) -> str | None:
+    """sha256 of a bundle's manifest.json (it holds the hashes of every other file)."""
+    from voxeval.core.items import file_sha256
+
+    path = Path(folder) / "manifest.json"
+    return file_sha256(path) if path.is_file() else None
+
+
 def score_bundles(
     refs: Sequence[BundleRef],
     out: str | Path,
@@ -1325,10 +1333,17 @@ def score_bundles(
     inputs: Sequence[str] = (),
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
+    resume: bool = False,
+    on_plan: Callable[[int], None] | None = None,
 ) -> RunStore:
     """Score every bundle into ``out/<run_id>/``: one record per bundle (id = session key,
     repeat = its repeat index); a bundle that cannot be scored is an error record with its
     reasons in ``error`` and the problems in ``output.problems``.
+
+    ``resume``: continue the newest run under ``out`` with the same configuration (bundle
+    paths and the hashes of their manifests, detector, versions, redaction, baseline);
+    bundles it already recorded are not scored again. ``on_plan`` hears how many bundles
+    will be scored (after resuming).
 
     ``redact``: options of ``redact.redact_bundle`` (``retention_days``, ``purpose``,
     ``transcripts``); each bundle is then redacted into ``bundles/<key>/<repeat>/`` of the run
@@ -1355,11 +1370,17 @@ def score_bundles(
         },
         "inputs": list(inputs) or sorted({str(r.path) for r in refs}),
         "bundles": [str(r.path) for r in refs],
+        "manifest_sha256": [_manifest_sha(r.path) for r in refs],
         "redact": dict(redact) if redact is not None else None,
         "baseline": str(Path(baseline).resolve()) if baseline else None,
     }
-    store = RunStore.create(out, "duplex", config, [r.to_item() for r in refs])
-    for ref in refs:
+    store, done, _ = RunStore.start_or_resume(
+        out, "duplex", config, [r.to_item() for r in refs], resume
+    )
+    todo = [r for r in refs if (r.key, r.system, r.repeat) not in done]
+    if on_plan:
+        on_plan(len(todo))
+    for ref in todo:
         started = utc_now()
         t0 = time.perf_counter()
         folder = ref.path
