@@ -342,6 +342,8 @@ def validate_yaml(path: Path, explicit: bool = True, name: str | None = None) ->
 
 
 def _check_scenario(doc: _Doc, base: Path) -> tuple[Scenario | None, list[Problem]]:
+    """Schema, cross checks and advice; in a bundle (``manifest.json`` beside it) segment audio
+    that is not there is a warning: the bundle's ``input.wav`` holds what was played."""
     if not isinstance(doc.data, dict):
         return None, [doc.problem((), "a scenario must be a mapping")]
     try:
@@ -349,7 +351,8 @@ def _check_scenario(doc: _Doc, base: Path) -> tuple[Scenario | None, list[Proble
     except ValidationError as exc:
         return None, _pydantic_problems(doc, exc, _SCENARIO_FIELDS) + _segment_fallback(doc)
     out = [doc.problem(loc, f"{_dotted(loc)}: {msg}") for loc, msg in scenario_cross_checks(sc)]
-    out += [doc.problem(loc, msg, sev) for loc, msg, sev in _scenario_advice(sc, base)]
+    in_bundle = (base / "manifest.json").is_file()
+    out += [doc.problem(loc, msg, sev) for loc, msg, sev in _scenario_advice(sc, base, in_bundle)]
     return (sc if not any(p.severity == "error" for p in out) else None), out
 
 
@@ -375,7 +378,7 @@ def _segment_fallback(doc: _Doc) -> list[Problem]:
 
 
 def _scenario_advice(
-    sc: Scenario, base: Path
+    sc: Scenario, base: Path, in_bundle: bool = False
 ) -> list[tuple[Loc, str, Literal["error", "warning"]]]:
     """Checks beyond the schema: audio exists, triggers known, labels that scoring needs."""
     out: list[tuple[Loc, str, Literal["error", "warning"]]] = []
@@ -384,7 +387,11 @@ def _scenario_advice(
         if seg.audio is not None:
             audio = Path(seg.audio) if Path(seg.audio).is_absolute() else base / seg.audio
             if not audio.is_file():
-                out.append(((*loc, "audio"), f"audio file not found: {audio}", "error"))
+                if in_bundle:
+                    msg = f"segment audio not in the bundle: {audio} (input.wav holds what was played)"
+                    out.append(((*loc, "audio"), msg, "warning"))
+                else:
+                    out.append(((*loc, "audio"), f"audio file not found: {audio}", "error"))
         if seg.after is not None and not is_known_event_type(seg.after.event):
             msg = f"after.event: {unknown_event_hint(seg.after.event)}; the trigger may never fire"
             out.append(((*loc, "after", "event"), msg, "warning"))

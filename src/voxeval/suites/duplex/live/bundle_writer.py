@@ -1,0 +1,89 @@
+"""Write one session as an evidence bundle (DESIGN.md layout), with hashes and provenance.
+
+Files: ``input.wav`` (what the user side played into the agent), ``output.wav`` (what the
+modelled player played, same timeline and length), ``events.jsonl`` (the ledger in session-clock
+order), ``tool-audit.json``, ``final-state.json`` (when the agent exported one),
+``scenario.yaml`` (the scenario as run) and ``manifest.json`` (versions, hashes, clock,
+provenance facts; never an evidence level: the scoring core derives it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import soundfile as sf
+import yaml
+
+from voxeval import __version__
+from voxeval.suites.duplex.live.session import SessionResult
+from voxeval.suites.duplex.schema import (
+    BundleManifest,
+    ClockInfo,
+    Provenance,
+    ScenarioRef,
+    SystemInfo,
+    file_entry,
+)
+
+__all__ = ["write_bundle"]
+
+
+def write_bundle(
+    result: SessionResult,
+    folder: str | Path,
+    *,
+    system: SystemInfo,
+    provenance: Provenance,
+    clock: ClockInfo,
+    device: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``result`` into ``folder`` (created) and return it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sr = result.sample_rate
+    sf.write(folder / "input.wav", result.input, sr, subtype="PCM_16")
+    sf.write(folder / "output.wav", result.output, sr, subtype="PCM_16")
+    events = sorted(result.events, key=lambda e: (e.monotonic_ns, e.seq or 0))
+    with (folder / "events.jsonl").open("w", encoding="utf-8") as fh:
+        for e in events:
+            fh.write(e.to_json() + "\n")
+    (folder / "tool-audit.json").write_text(json.dumps(result.tool_audit, indent=1))
+    names = ["input.wav", "output.wav", "events.jsonl", "tool-audit.json"]
+    if result.end.final_state is not None:
+        (folder / "final-state.json").write_text(json.dumps(result.end.final_state, indent=1))
+        names.append("final-state.json")
+    doc = result.scenario.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    names.append("scenario.yaml")
+    manifest = BundleManifest(
+        session_id=result.session_id,
+        scenario=ScenarioRef(id=result.scenario.id, version=result.scenario.version),
+        created_at=dt.datetime.now(dt.UTC),
+        producers={
+            "harness": f"voxeval {__version__}",
+            "player": f"voxeval.playback-model {__version__}",
+            "agent": f"{system.name} {system.version or ''}".strip(),
+        },
+        files=[
+            file_entry(folder / n, folder, channels=1 if n.endswith(".wav") else None)
+            for n in names
+        ],
+        clock=clock,
+        provenance=provenance,
+        route=result.events[0].route if result.events and result.events[0].route else None,
+        device=device,
+        language=result.scenario.language,
+        system=system,
+    )
+    data = manifest.model_dump(mode="json", exclude_none=True)
+    data["harness"] = {
+        "skipped_segments": result.skipped,
+        "stats": result.stats,
+        **(extra or {}),
+    }
+    (folder / "manifest.json").write_text(json.dumps(data, indent=2))
+    return folder

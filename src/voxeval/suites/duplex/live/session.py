@@ -1,0 +1,693 @@
+"""One scenario session against an in-process agent on a virtual clock.
+
+The driver plays the scenario's rendered segments into the agent's input as fixed frames,
+models the client's playback of the agent's audio (``playback.PlaybackModel``), answers tool
+calls from the scenario's tool world, applies the scenario's network faults, and writes every
+observation to the ledger on one session clock (``now_ns``, 0 = session start = sample 0 of
+``input.wav`` and ``output.wav``).
+
+Schedule
+========
+A segment with ``at_ms`` starts there. A segment with ``after: {event, ref, offset_ms}`` starts
+``offset_ms`` after the first ledger event of type ``event`` that *belongs to* ``ref``: a
+``user.*`` event belongs to the segment it names (``data.segment_id``); any other event
+belongs to the latest **user** segment that started at or before it (the turn the agent is
+answering). Without ``ref`` any event of the type counts. A start in the past (the trigger
+came in the frame being sent) moves to the next frame. A trigger that never comes leaves the
+segment unplayed; the manifest lists it (``harness.skipped_segments``) with the reason.
+
+Scenario truth: ``user.speech_started`` / ``user.speech_stopped`` for every played segment
+(``utterance_id`` = segment id, ``data.segment_id``, ``data.role``, ``data.intents``,
+``data.expected_actions``) at the clip's speech edges by construction: the first and last
+sample whose centred 5 ms RMS is within 24 dB of the clip's active speech level, over a
+-60 dBFS floor (``clip_speech_edges``).
+
+Virtual clock
+=============
+Frame ``k`` starts at ``k * frame`` samples. The agent handles one call at a time: a call due
+at ``t`` (a frame, a playback report, a tool result) starts at ``max(t, agent_free)``; with
+``compute="charged"`` (default) it takes its measured wall time ``c`` and its outputs are
+stamped ``start + c`` (``agent_free = start + c``); with ``compute="zero"`` they are stamped
+``start``. Outputs enter a time-ordered queue and take effect at their stamp: ``AgentEvent``
+-> ledger (producer ``agent``); ``AudioOut`` -> the player, plus a ``tts.chunk`` ledger event
+(producer ``harness``: the client received it); ``ClearAudio``, ``response.cancelled`` and
+``response.done`` with status ``cancelled`` -> the player drops that response's audio;
+``response.done`` -> the response's audio is complete; ``ToolCall`` -> ``tool.requested``,
+and after the tool's latency ``tool.completed`` / ``tool.failed`` and the agent's
+``on_tool_result``. Player events go to the ledger (producer ``player``) and ``started`` /
+``interrupted`` / ``completed`` are reported to the agent (``on_playback``; for an
+interruption ``played_ms`` is what the user heard, as Realtime's truncate ``audio_end_ms``).
+
+End
+===
+The session ends when every segment was played or skipped, nothing is queued, the player is
+idle and the agent produced nothing for ``tail_ms`` (while a trigger still waits: for
+``trigger_timeout_ms``), or at the hard cap ``max_session_ms``.
+
+Faults (scenario ``faults``, seeded)
+====================================
+``delay`` / ``jitter`` add a one-way delay to frames (uplink) and outputs (downlink), the order
+kept; ``loss`` replaces lost uplink frames by silence (what packet-loss concealment yields)
+and drops lost downlink audio chunks; ``disconnect`` drops everything both ways for its
+duration, logs ``session.disconnected`` / ``session.resumed`` and tells the agent
+(``on_connection``); ``backlog`` adds ``backlog_ms`` to the player's output delay. Each fault
+logs ``fault.started`` / ``fault.ended`` with its parameters.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import numpy as np
+
+from voxeval.suites.duplex.live.agent_api import (
+    FRAME_MS,
+    SAMPLE_RATE,
+    AgentEvent,
+    AgentOutput,
+    AudioOut,
+    ClearAudio,
+    DuplexAgent,
+    PlaybackReport,
+    SessionEnd,
+    SessionInfo,
+    ToolCall,
+)
+from voxeval.suites.duplex.live.playback import PlaybackEvent, PlaybackModel
+from voxeval.suites.duplex.schema import (
+    ClockKind,
+    Event,
+    Fault,
+    FaultKind,
+    ProducerClock,
+    Role,
+    Scenario,
+    Segment,
+)
+
+__all__ = [
+    "SessionConfig",
+    "SessionResult",
+    "ToolWorld",
+    "clip_speech_edges",
+    "run_virtual_session",
+]
+
+PRODUCERS = ("harness", "agent", "player")
+EDGE_REL_DB = -24.0
+FLOOR_DBFS = -60.0
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Knobs of one session (recorded in the bundle manifest)."""
+
+    sample_rate: int = SAMPLE_RATE
+    frame_ms: int = FRAME_MS
+    compute: Literal["charged", "zero"] = "charged"
+    route: str = "direct"
+    device_delay_ms: float = 0.0
+    progress_ms: float = 1000.0
+    tail_ms: float = 2500.0
+    trigger_timeout_ms: float = 15_000.0
+    max_session_ms: float = 180_000.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.frame_ms not in (10, 20):
+            raise ValueError(f"frame_ms must be 10 or 20, got {self.frame_ms}")
+
+
+@dataclass
+class SessionResult:
+    """Everything a bundle needs from one session."""
+
+    session_id: str
+    scenario: Scenario
+    input: np.ndarray
+    output: np.ndarray
+    sample_rate: int
+    events: list[Event]
+    end: SessionEnd
+    tool_audit: dict[str, Any]
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- truth edges
+
+
+def clip_speech_edges(x: np.ndarray, sr: int) -> tuple[int, int] | None:
+    """First and last sample of speech in a clean clip, by construction.
+
+    Active level = mean power of the 10 ms frames within 35 dB of the loudest frame;
+    threshold = max(active - 24 dB, -60 dBFS); the edges are the first and last sample whose
+    centred 5 ms RMS reaches the threshold (end exclusive). None: nothing above the floor.
+    """
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        return None
+    frame = max(1, sr // 100)
+    n = x.size // frame
+    if n == 0:
+        return None
+    p = np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
+    loud = float(p.max())
+    if loud <= 0:
+        return None
+    active = float(np.mean(p[p >= loud * 10 ** (-35 / 10)]))
+    thr_db = max(10 * math.log10(active) + EDGE_REL_DB, FLOOR_DBFS)
+    thr = 10 ** (thr_db / 10)
+    win = max(1, round(0.005 * sr))
+    c = np.concatenate(([0.0], np.cumsum(x * x)))
+    half = win // 2
+    lo = np.clip(np.arange(x.size) - half, 0, x.size)
+    hi = np.clip(np.arange(x.size) - half + win, 0, x.size)
+    rms = (c[hi] - c[lo]) / np.maximum(hi - lo, 1)
+    above = np.flatnonzero(rms >= thr)
+    if above.size == 0:
+        return None
+    return int(above[0]), int(above[-1]) + 1
+
+
+# --------------------------------------------------------------------------- tool world
+
+
+class ToolWorld:
+    """Answers ``ToolCall`` outputs from the scenario's tools and keeps the audit.
+
+    The result is the first ``results`` entry whose ``match`` is a subset of the arguments
+    (an entry without ``match`` matches anything); ``error`` fails the call; an unknown tool
+    fails with ``unknown tool``. A write (``side_effect``) with an idempotency key seen before
+    returns the first call's result and commits nothing new.
+    """
+
+    def __init__(self, scenario: Scenario, session_id: str) -> None:
+        self.tools = {t.name: t for t in scenario.tools}
+        self.session_id = session_id
+        self.calls: list[dict[str, Any]] = []
+        self._by_key: dict[str, dict[str, Any]] = {}
+
+    def latency_ms(self, call: ToolCall) -> float:
+        tool = self.tools.get(call.name)
+        return float(tool.latency_ms) if tool else 0.0
+
+    def answer(
+        self, call: ToolCall, requested_ns: int, completed_ns: int
+    ) -> tuple[Any, str | None]:
+        tool = self.tools.get(call.name)
+        entry: dict[str, Any] = {
+            "call_id": call.call_id,
+            "tool": call.name,
+            "arguments": dict(call.arguments),
+            "idempotency_key": call.idempotency_key,
+            "task_id": call.task_id,
+            "task_version": call.task_version,
+            "response_id": call.response_id,
+            "requested_ns": requested_ns,
+            "completed_ns": completed_ns,
+            "side_effect": bool(tool and tool.side_effect),
+        }
+        result: Any = None
+        error: str | None = None
+        if tool is None:
+            error = f"unknown tool {call.name!r}"
+        else:
+            prior = self._by_key.get(call.idempotency_key or "") if tool.side_effect else None
+            if prior is not None:
+                result, error = prior.get("result"), prior.get("error")
+                entry["replayed"] = True
+            else:
+                for r in tool.results:
+                    if all(call.arguments.get(k) == v for k, v in r.match.items()):
+                        result, error = r.result, r.error
+                        break
+        entry.update(
+            status="failed" if error else "ok",
+            committed=bool(tool and tool.side_effect and not error and not entry.get("replayed")),
+            result=result,
+        )
+        if error:
+            entry["error"] = error
+        if tool and tool.side_effect and call.idempotency_key and not entry.get("replayed"):
+            self._by_key[call.idempotency_key] = entry
+        self.calls.append(entry)
+        return result, error
+
+    def audit(self) -> dict[str, Any]:
+        calls = []
+        for c in self.calls:
+            c = {k: v for k, v in c.items() if k not in ("replayed", "error")}
+            calls.append({k: v for k, v in c.items() if v is not None})
+        return {"schema_version": 1, "session_id": self.session_id, "calls": calls}
+
+
+# --------------------------------------------------------------------------- faults
+
+
+class _Link:
+    """Seeded network model of the scenario's faults (see the module docstring)."""
+
+    def __init__(self, faults: list[Fault], seed: int) -> None:
+        self.faults = faults
+        self.rng = random.Random(seed)
+        self.windows: dict[int, tuple[float, float]] = {}
+        self.last_arrival = {"uplink": 0.0, "downlink": 0.0}
+        for i, f in enumerate(faults):
+            if f.at_ms is not None:
+                self.open(i, float(f.at_ms))
+
+    def open(self, i: int, t_ms: float) -> None:
+        if i in self.windows:
+            return
+        f = self.faults[i]
+        end = t_ms + f.duration_ms if f.duration_ms else math.inf
+        self.windows[i] = (t_ms, end)
+
+    def active(self, t_ms: float, kind: FaultKind, direction: str) -> list[Fault]:
+        out = []
+        for i, (a, b) in self.windows.items():
+            f = self.faults[i]
+            if f.kind is kind and a <= t_ms < b and f.direction in (direction, "both"):
+                out.append(f)
+        return out
+
+    def connected(self, t_ms: float) -> bool:
+        return not any(
+            f.kind is FaultKind.DISCONNECT and a <= t_ms < b
+            for i, (a, b) in self.windows.items()
+            for f in [self.faults[i]]
+        )
+
+    def transit_ms(self, t_ms: float, direction: str) -> float | None:
+        """One-way delay of something sent at ``t_ms``; None when it is lost."""
+        if not self.connected(t_ms):
+            return None
+        for f in self.active(t_ms, FaultKind.LOSS, direction):
+            if self.rng.random() < float(f.loss_rate or 0.0):
+                return None
+        d = sum(float(f.delay_ms or 0) for f in self.active(t_ms, FaultKind.DELAY, direction))
+        for f in self.active(t_ms, FaultKind.JITTER, direction):
+            d += self.rng.uniform(0.0, float(f.jitter_ms or 0))
+        arrival = max(t_ms + d, self.last_arrival[direction])  # in order
+        self.last_arrival[direction] = arrival
+        return arrival - t_ms
+
+    def backlog_ms(self, t_ms: float) -> float:
+        return sum(float(f.backlog_ms or 0) for f in self.active(t_ms, FaultKind.BACKLOG, "both"))
+
+
+# --------------------------------------------------------------------------- the session
+
+
+@dataclass
+class _Scheduled:
+    seg: Segment
+    start: int
+    audio: np.ndarray
+    edges: tuple[int, int] | None
+
+
+class _Session:
+    def __init__(
+        self,
+        scenario: Scenario,
+        clips: Mapping[str, np.ndarray],
+        agent: DuplexAgent,
+        config: SessionConfig,
+        session_id: str,
+    ) -> None:
+        self.sc = scenario
+        self.clips = clips
+        self.agent = agent
+        self.cfg = config
+        self.sid = session_id
+        self.sr = config.sample_rate
+        self.frame = self.sr * config.frame_ms // 1000
+        self.player = PlaybackModel(
+            self.sr, device_delay_ms=config.device_delay_ms, progress_ms=config.progress_ms
+        )
+        self.tools = ToolWorld(scenario, session_id)
+        self.link = _Link(list(scenario.faults), config.seed)
+        self.events: list[Event] = []
+        self.seq = itertools.count()
+        self.queue: list[tuple[int, int, str, Any]] = []
+        self.agent_free = 0
+        self.last_activity = 0
+        self.input = np.zeros(0, np.float32)
+        self.scheduled: list[_Scheduled] = []
+        self.pending = [s for s in scenario.segments if s.at_ms is None]
+        self.skipped: list[dict[str, Any]] = []
+        self.fault_open: dict[int, bool] = {}
+        self.was_connected = True
+        self.compute_s = 0.0
+        self.calls = 0
+        self.next_frame = 0
+        for seg in scenario.segments:
+            if seg.at_ms is not None:
+                self._schedule(seg, self._sample(seg.at_ms * 1_000_000))
+
+    # -- time ----------------------------------------------------------------------------------
+    def _ns(self, sample: int) -> int:
+        return sample * 1_000_000_000 // self.sr
+
+    def _sample(self, ns: int) -> int:
+        return -(-ns * self.sr // 1_000_000_000)
+
+    # -- ledger --------------------------------------------------------------------------------
+    def log(self, event_type: str, ns: int, producer: str = "harness", **fields: Any) -> Event:
+        ev = Event.new(
+            event_type,
+            session_id=self.sid,
+            producer=producer,
+            monotonic_ns=ns,
+            seq=next(self.seq),
+            route=self.cfg.route,
+            **{k: v for k, v in fields.items() if v is not None},
+        )
+        self.events.append(ev)
+        self._check_triggers(ev, ns)
+        return ev
+
+    # -- schedule ------------------------------------------------------------------------------
+    def _schedule(self, seg: Segment, start: int) -> None:
+        audio = np.asarray(self.clips[seg.id], dtype=np.float32).reshape(-1)
+        edges = clip_speech_edges(audio, self.sr)
+        end = start + audio.size
+        if end > self.input.size:
+            self.input = np.concatenate([self.input, np.zeros(end - self.input.size, np.float32)])
+        self.input[start:end] += audio
+        item = _Scheduled(seg, start, audio, edges)
+        self.scheduled.append(item)
+        data = {
+            "segment_id": seg.id,
+            "role": str(seg.role),
+            "intents": [str(i) for i in seg.intents],
+            "expected_actions": [str(a) for a in seg.expected_actions],
+        }
+        if edges is None:
+            self.skipped.append({"segment": seg.id, "reason": "the clip is silent"})
+            return
+        a, b = edges
+        self._push(self._ns(start + a), "truth", ("user.speech_started", seg.id, data))
+        self._push(self._ns(start + b), "truth", ("user.speech_stopped", seg.id, data))
+
+    def _belongs(self, ev: Event, ref: str | None, ns: int) -> bool:
+        if ref is None:
+            return True
+        if ev.event_type.startswith("user."):
+            return ev.data.get("segment_id") == ref
+        latest = None
+        for s in self.scheduled:
+            later = latest is None or s.start >= latest.start
+            if s.seg.role is Role.USER and self._ns(s.start) <= ns and later:
+                latest = s
+        return latest is not None and latest.seg.id == ref
+
+    def _check_triggers(self, ev: Event, ns: int) -> None:
+        for seg in list(self.pending):
+            trig = seg.after
+            assert trig is not None
+            if trig.event == ev.event_type and self._belongs(ev, trig.ref, ns):
+                self.pending.remove(seg)
+                start = max(self._sample(ns + trig.offset_ms * 1_000_000), self.next_frame)
+                self._schedule(seg, start)
+        for i, f in enumerate(self.link.faults):
+            fires = f.after is not None and f.after.event == ev.event_type
+            if (
+                f.after
+                and fires
+                and i not in self.link.windows
+                and self._belongs(ev, f.after.ref, ns)
+            ):
+                self.link.open(i, (ns + f.after.offset_ms * 1_000_000) / 1e6)
+
+    # -- queue ---------------------------------------------------------------------------------
+    def _push(self, ns: int, kind: str, payload: Any) -> None:
+        heapq.heappush(self.queue, (ns, next(self.seq), kind, payload))
+
+    def _call(self, due_ns: int, fn: Callable[[int], list[AgentOutput]]) -> None:
+        """Run one agent call at ``max(due, agent_free)`` and queue its outputs."""
+        start = max(due_ns, self.agent_free)
+        t0 = time.perf_counter()
+        outputs = fn(start)
+        spent = time.perf_counter() - t0
+        self.compute_s += spent
+        self.calls += 1
+        done = start + (round(spent * 1e9) if self.cfg.compute == "charged" else 0)
+        self.agent_free = done
+        for out in outputs or []:
+            delay = self.link.transit_ms(done / 1e6, "downlink")
+            if delay is None:
+                if isinstance(out, AudioOut):
+                    continue  # lost audio
+                if not self.link.connected(done / 1e6):
+                    continue  # nothing crosses a dropped link
+                delay = 0.0
+            self._push(done + round(delay * 1e6), "out", out)
+
+    # -- handling ------------------------------------------------------------------------------
+    def _handle(self, ns: int, kind: str, payload: Any) -> None:
+        if kind == "truth":
+            etype, seg_id, data = payload
+            self.log(etype, ns, utterance_id=seg_id, data=dict(data))
+        elif kind == "out":
+            self.last_activity = ns
+            self._output(ns, payload)
+        elif kind == "tool":
+            call, requested = payload
+            result, error = self.tools.answer(call, requested, ns)
+            self.log(
+                "tool.failed" if error else "tool.completed",
+                ns,
+                task_id=call.task_id,
+                response_id=call.response_id,
+                reason=error,
+                data={"call_id": call.call_id, "tool": call.name, "result": result},
+            )
+            self._call(ns, lambda t: self.agent.on_tool_result(call.call_id, result, error, t))
+
+    def _output(self, ns: int, out: AgentOutput) -> None:
+        sample = self._sample(ns)
+        if isinstance(out, AudioOut):
+            self._render(sample)
+            self.player.delay = round(
+                (self.cfg.device_delay_ms + self.link.backlog_ms(ns / 1e6)) * self.sr / 1000
+            )
+            self.player.enqueue(out.response_id, out.pcm, sample)
+            n = int(np.asarray(out.pcm).size)
+            self.log(
+                "tts.chunk",
+                ns,
+                response_id=out.response_id,
+                data={"samples": n, "ms": round(n * 1000 / self.sr, 3)},
+            )
+        elif isinstance(out, ClearAudio):
+            self._player_events(self.player.clear(out.response_id, sample))
+        elif isinstance(out, ToolCall):
+            self.log(
+                "tool.requested",
+                ns,
+                producer="agent",
+                task_id=out.task_id,
+                response_id=out.response_id,
+                data={
+                    "call_id": out.call_id,
+                    "tool": out.name,
+                    "arguments": out.arguments,
+                    "idempotency_key": out.idempotency_key,
+                    "task_version": out.task_version,
+                },
+            )
+            lat = self.tools.latency_ms(out)
+            self._push(ns + round(lat * 1e6), "tool", (out, ns))
+        elif isinstance(out, AgentEvent):
+            self.log(
+                out.event_type,
+                ns,
+                producer="agent",
+                response_id=out.response_id,
+                utterance_id=out.utterance_id,
+                task_id=out.task_id,
+                playback_id=out.playback_id,
+                reason=out.reason,
+                data=dict(out.data),
+            )
+            status = str(out.data.get("status", ""))
+            if out.event_type == "response.cancelled" or (
+                out.event_type == "response.done" and status == "cancelled"
+            ):
+                self._player_events(self.player.clear(out.response_id, sample))
+            if out.event_type == "response.done" and out.response_id:
+                self.player.mark_done(out.response_id)
+                self._render(sample)
+                self._player_events(self.player.flush_done())
+
+    def _render(self, sample: int) -> None:
+        self._player_events(self.player.advance_to(sample))
+
+    def _player_events(self, evs: list[PlaybackEvent]) -> None:
+        for pe in evs:
+            ns = self._ns(pe.sample)
+            self.last_activity = max(self.last_activity, ns)
+            etype = pe.event_type
+            self.log(
+                etype,
+                ns,
+                producer="player",
+                response_id=pe.response_id,
+                playback_id=pe.playback_id,
+                played_until_ms=pe.played_ms if etype == "playback.interrupted" else None,
+                reason=pe.data.get("reason"),
+                data=dict(pe.data),
+            )
+            status = etype.split(".", 1)[1]
+            if status in ("started", "interrupted", "completed"):
+                report = PlaybackReport(pe.response_id, status, pe.played_ms)  # type: ignore[arg-type]
+                self._call(ns, partial(self.agent.on_playback, report))
+
+    # -- faults bookkeeping --------------------------------------------------------------------
+    def _faults(self, ns: int) -> None:
+        t_ms = ns / 1e6
+        for i, (a, b) in self.link.windows.items():
+            f = self.link.faults[i]
+            state = self.fault_open.get(i)
+            if state is None and a <= t_ms:
+                self.fault_open[i] = True
+                params = f.model_dump(mode="json", exclude_none=True, exclude={"after"})
+                self.log("fault.started", round(a * 1e6), data=params)
+            if state is True and b <= t_ms:
+                self.fault_open[i] = False
+                self.log("fault.ended", round(b * 1e6), data={"kind": str(f.kind)})
+        connected = self.link.connected(t_ms)
+        if connected != self.was_connected:
+            self.was_connected = connected
+            self.log(
+                "session.resumed" if connected else "session.disconnected",
+                ns,
+                reason="fault" if not connected else "reconnected",
+            )
+            self._call(ns, partial(self.agent.on_connection, connected))
+
+    # -- main loop -----------------------------------------------------------------------------
+    def run(self) -> SessionResult:
+        info = SessionInfo(
+            session_id=self.sid,
+            sample_rate=self.sr,
+            frame_ms=self.cfg.frame_ms,
+            scenario=self.sc,
+            clock="virtual",
+            route=self.cfg.route,
+        )
+        for p in PRODUCERS:
+            clock = ProducerClock(
+                producer=p, kind=ClockKind.VIRTUAL, offset_ns=0, method="shared virtual clock"
+            )
+            self.events.append(clock.to_event(self.sid, 0))
+        self.log("session.connected", 0, data={"clock": "virtual", "compute": self.cfg.compute})
+        self._call(0, lambda t: self.agent.start(info, t))
+        cap = self._sample(round(self.cfg.max_session_ms * 1e6))
+        k = 0
+        while True:
+            t0 = k * self.frame
+            self.next_frame = t0 + self.frame
+            now = self._ns(t0)
+            self._faults(now)
+            while self.queue and self.queue[0][0] <= now:
+                ns, _, kind, payload = heapq.heappop(self.queue)
+                self._render(self._sample(ns))
+                self._handle(ns, kind, payload)
+            self._render(t0)
+            if self._finished(t0) or t0 >= cap:
+                break
+            end = t0 + self.frame
+            frame = np.zeros(self.frame, np.float32)
+            if t0 < self.input.size:
+                part = self.input[t0 : min(end, self.input.size)]
+                frame[: part.size] = part
+            delay = self.link.transit_ms(now / 1e6, "uplink")
+            if delay is None:
+                if self.link.connected(now / 1e6):  # lost: concealed as silence
+                    pcm = np.zeros(self.frame, np.int16)
+                    self._call(now, partial(self.agent.push_audio, pcm))
+            else:
+                pcm = _to_int16(frame)
+                due = now + round(delay * 1e6)
+                self._call(due, partial(self.agent.push_audio, pcm))
+            k += 1
+        end_ns = self._ns(self.player.pos)
+        for seg in self.pending:
+            self.skipped.append(
+                {
+                    "segment": seg.id,
+                    "reason": f"trigger {seg.after.event if seg.after else '?'} "
+                    f"(ref {seg.after.ref if seg.after else None}) never came",
+                }
+            )
+        tick = time.perf_counter()
+        session_end = self.agent.finish(end_ns)
+        self.compute_s += time.perf_counter() - tick
+        self.log("session.disconnected", end_ns, reason="session end")
+        n = self.player.pos
+        inp = np.zeros(n, np.float32)
+        m = min(n, self.input.size)
+        inp[:m] = self.input[:m]
+        audit = session_end.tool_audit or self.tools.audit()
+        return SessionResult(
+            session_id=self.sid,
+            scenario=self.sc,
+            input=np.clip(inp, -1.0, 1.0),
+            output=np.clip(self.player.track()[:n], -1.0, 1.0),
+            sample_rate=self.sr,
+            events=self.events,
+            end=session_end,
+            tool_audit=audit,
+            skipped=self.skipped,
+            stats={
+                "duration_s": round(n / self.sr, 3),
+                "agent_calls": self.calls,
+                "agent_compute_s": round(self.compute_s, 4),
+                "compute": self.cfg.compute,
+            },
+        )
+
+    def _finished(self, t0: int) -> bool:
+        now = self._ns(t0)
+        if self.queue or self.player.busy():
+            return False
+        last_input = max((s.start + s.audio.size for s in self.scheduled), default=0)
+        if t0 < last_input:
+            return False
+        quiet = now - max(self.last_activity, self._ns(last_input))
+        if self.pending:
+            return quiet >= self.cfg.trigger_timeout_ms * 1e6
+        return quiet >= self.cfg.tail_ms * 1e6
+
+
+def _to_int16(x: np.ndarray) -> np.ndarray:
+    return (np.clip(x, -1.0, 32767 / 32768) * 32768.0).round().astype(np.int16)
+
+
+def run_virtual_session(
+    scenario: Scenario,
+    clips: Mapping[str, np.ndarray],
+    agent: DuplexAgent,
+    config: SessionConfig | None = None,
+    session_id: str | None = None,
+) -> SessionResult:
+    """Run ``scenario`` (segment audio in ``clips``, float32 at ``config.sample_rate``)
+    against ``agent`` on the virtual clock; see the module docstring."""
+    missing = [s.id for s in scenario.segments if s.id not in clips]
+    if missing:
+        raise ValueError(f"no rendered audio for segment(s) {', '.join(missing)}")
+    sid = session_id or f"{scenario.id}-{uuid.uuid4().hex[:8]}"
+    return _Session(scenario, clips, agent, config or SessionConfig(), sid).run()
