@@ -16,6 +16,7 @@ from voxeval.suites.duplex.live.agent_api import AgentBase, AgentEvent, ToolCall
 from voxeval.suites.duplex.live.session import (
     SessionConfig,
     clip_speech_edges,
+    run_session,
     run_virtual_session,
 )
 from voxeval.suites.duplex.live.simple_agents import EchoAgent, EnergyAgent
@@ -234,3 +235,16 @@ def test_bundle_from_a_session_scores_at_l2(clips: dict[str, np.ndarray], tmp_pa
     # the agent answers ~500 ms (its endpoint) after the user's end, measured acoustically
     assert 400 <= pairs["response_first_audio_ms"]["median_ms"] <= 700
     assert scored.output["scenario"]["id"] == "drv"
+
+
+def test_real_clock_paces_frames_and_echo_round_trip(clips: dict[str, np.ndarray]) -> None:
+    sc = scenario(segments=[{"id": "ask", "role": "user", "audio": "a.wav", "at_ms": 100}])
+    short = {"ask": clips["ask"][: SR // 2]}
+    t0 = time.monotonic()
+    res = run_session(sc, short, EchoAgent(), SessionConfig(clock="real", tail_ms=200), "rt")
+    wall = time.monotonic() - t0
+    assert wall >= res.stats["duration_s"] * 0.95  # real time, not faster
+    pace = res.stats["pacing_error_ms"]
+    assert pace["n"] > 20 and pace["median"] < 5.0  # generous: tests do not time things
+    clock = [e for e in res.events if e.event_type == "clock.producer"]
+    assert {e.data["kind"] for e in clock} == {"monotonic"}

@@ -50,6 +50,7 @@ __all__ = [
     "PlaybackReport",
     "SessionEnd",
     "SessionInfo",
+    "Stamped",
     "ToolCall",
 ]
 
@@ -115,7 +116,19 @@ class ToolCall:
     response_id: str | None = None
 
 
-AgentOutput = AgentEvent | AudioOut | ClearAudio | ToolCall
+@dataclass(frozen=True)
+class Stamped:
+    """An output with the session-clock time it happened at (``ns``).
+
+    Remote agents (a socket link) return what they received since the last call, each stamped
+    with its receipt time; the driver then uses that time instead of charging compute.
+    """
+
+    ns: int
+    output: AgentEvent | AudioOut | ClearAudio | ToolCall
+
+
+AgentOutput = AgentEvent | AudioOut | ClearAudio | ToolCall | Stamped
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ from voxeval.suites.duplex.live.agent_api import (
     PlaybackReport,
     SessionEnd,
     SessionInfo,
+    Stamped,
     ToolCall,
 )
 from voxeval.suites.duplex.live.playback import PlaybackEvent, PlaybackModel
@@ -99,6 +100,7 @@ __all__ = [
     "SessionResult",
     "ToolWorld",
     "clip_speech_edges",
+    "run_session",
     "run_virtual_session",
 ]
 
@@ -113,6 +115,8 @@ class SessionConfig:
 
     sample_rate: int = SAMPLE_RATE
     frame_ms: int = FRAME_MS
+    clock: Literal["virtual", "real"] = "virtual"
+    """real: frames are paced by the monotonic clock and outputs stamped when they happen."""
     compute: Literal["charged", "zero"] = "charged"
     route: str = "direct"
     device_delay_ms: float = 0.0
@@ -352,11 +356,29 @@ class _Session:
         self.compute_s = 0.0
         self.calls = 0
         self.next_frame = 0
+        self.t_start = time.monotonic_ns()
+        self.pacing: list[float] = []
         for seg in scenario.segments:
             if seg.at_ms is not None:
                 self._schedule(seg, self._sample(seg.at_ms * 1_000_000))
 
     # -- time ----------------------------------------------------------------------------------
+    def _real_now(self) -> int:
+        return time.monotonic_ns() - self.t_start
+
+    def _pace(self, nominal_ns: int) -> None:
+        """Real clock: wait for the frame's deadline, then record how late it is sent."""
+        deadline = self.t_start + nominal_ns
+        while True:
+            left = deadline - time.monotonic_ns()
+            if left <= 0:
+                break
+            if left > 2_000_000:
+                time.sleep((left - 1_500_000) / 1e9)
+            else:
+                time.sleep(0)  # the last ~2 ms: yield, then check again
+        self.pacing.append((time.monotonic_ns() - deadline) / 1e6)
+
     def _ns(self, sample: int) -> int:
         return sample * 1_000_000_000 // self.sr
 
@@ -437,23 +459,30 @@ class _Session:
 
     def _call(self, due_ns: int, fn: Callable[[int], list[AgentOutput]]) -> None:
         """Run one agent call at ``max(due, agent_free)`` and queue its outputs."""
-        start = max(due_ns, self.agent_free)
+        real = self.cfg.clock == "real"
+        start = max(due_ns, self.agent_free) if not real else max(due_ns, self._real_now())
         t0 = time.perf_counter()
         outputs = fn(start)
         spent = time.perf_counter() - t0
         self.compute_s += spent
         self.calls += 1
-        done = start + (round(spent * 1e9) if self.cfg.compute == "charged" else 0)
+        if real:
+            done = self._real_now()
+        else:
+            done = start + (round(spent * 1e9) if self.cfg.compute == "charged" else 0)
         self.agent_free = done
         for out in outputs or []:
-            delay = self.link.transit_ms(done / 1e6, "downlink")
+            at = done
+            if isinstance(out, Stamped):
+                at, out = max(out.ns, self._ns(self.player.pos)), out.output
+            delay = self.link.transit_ms(at / 1e6, "downlink")
             if delay is None:
                 if isinstance(out, AudioOut):
                     continue  # lost audio
                 if not self.link.connected(done / 1e6):
                     continue  # nothing crosses a dropped link
                 delay = 0.0
-            self._push(done + round(delay * 1e6), "out", out)
+            self._push(at + round(delay * 1e6), "out", out)
 
     # -- handling ------------------------------------------------------------------------------
     def _handle(self, ns: int, kind: str, payload: Any) -> None:
@@ -585,15 +614,26 @@ class _Session:
             sample_rate=self.sr,
             frame_ms=self.cfg.frame_ms,
             scenario=self.sc,
-            clock="virtual",
+            clock=self.cfg.clock,
             route=self.cfg.route,
         )
         for p in PRODUCERS:
+            real = self.cfg.clock == "real"
             clock = ProducerClock(
-                producer=p, kind=ClockKind.VIRTUAL, offset_ns=0, method="shared virtual clock"
+                producer=p,
+                kind=ClockKind.MONOTONIC if real else ClockKind.VIRTUAL,
+                offset_ns=0,
+                method="one monotonic clock, origin = session start"
+                if real
+                else "shared virtual clock",
             )
             self.events.append(clock.to_event(self.sid, 0))
-        self.log("session.connected", 0, data={"clock": "virtual", "compute": self.cfg.compute})
+        self.t_start = time.monotonic_ns()
+        self.log(
+            "session.connected",
+            0,
+            data={"clock": self.cfg.clock, "compute": self.cfg.compute},
+        )
         self._call(0, lambda t: self.agent.start(info, t))
         cap = self._sample(round(self.cfg.max_session_ms * 1e6))
         k = 0
@@ -609,6 +649,11 @@ class _Session:
             self._render(t0)
             if self._finished(t0) or t0 >= cap:
                 break
+            if self.cfg.clock == "real":
+                self._pace(now)
+                while self.queue and self.queue[0][0] <= now:  # what came while we waited
+                    ns, _, kind, payload = heapq.heappop(self.queue)
+                    self._handle(ns, kind, payload)
             end = t0 + self.frame
             frame = np.zeros(self.frame, np.float32)
             if t0 < self.input.size:
@@ -656,7 +701,9 @@ class _Session:
                 "duration_s": round(n / self.sr, 3),
                 "agent_calls": self.calls,
                 "agent_compute_s": round(self.compute_s, 4),
-                "compute": self.cfg.compute,
+                "compute": self.cfg.compute if self.cfg.clock == "virtual" else "real",
+                "clock": self.cfg.clock,
+                **({"pacing_error_ms": _pacing_summary(self.pacing)} if self.pacing else {}),
             },
         )
 
@@ -673,11 +720,22 @@ class _Session:
         return quiet >= self.cfg.tail_ms * 1e6
 
 
+def _pacing_summary(errors: list[float]) -> dict[str, float]:
+    """Frame send lateness vs the monotonic deadline: median, P99, max (ms), n."""
+    a = np.asarray(errors)
+    return {
+        "median": round(float(np.median(a)), 3),
+        "p99": round(float(np.percentile(a, 99)), 3),
+        "max": round(float(a.max()), 3),
+        "n": int(a.size),
+    }
+
+
 def _to_int16(x: np.ndarray) -> np.ndarray:
     return (np.clip(x, -1.0, 32767 / 32768) * 32768.0).round().astype(np.int16)
 
 
-def run_virtual_session(
+def run_session(
     scenario: Scenario,
     clips: Mapping[str, np.ndarray],
     agent: DuplexAgent,
@@ -685,9 +743,13 @@ def run_virtual_session(
     session_id: str | None = None,
 ) -> SessionResult:
     """Run ``scenario`` (segment audio in ``clips``, float32 at ``config.sample_rate``)
-    against ``agent`` on the virtual clock; see the module docstring."""
+    against ``agent`` on the session's clock (virtual by default); see the module docstring."""
     missing = [s.id for s in scenario.segments if s.id not in clips]
     if missing:
         raise ValueError(f"no rendered audio for segment(s) {', '.join(missing)}")
     sid = session_id or f"{scenario.id}-{uuid.uuid4().hex[:8]}"
     return _Session(scenario, clips, agent, config or SessionConfig(), sid).run()
+
+
+run_virtual_session = run_session
+"""Alias kept for readability in tests of the virtual clock."""

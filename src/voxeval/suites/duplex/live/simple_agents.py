@@ -119,10 +119,26 @@ class EnergyAgent(AgentBase):
 
 
 class EchoAgent(AgentBase):
-    """Sends every input frame back as agent audio of one long response."""
+    """Sends every non-silent input frame straight back; each burst is one response that is
+    complete at the first silent frame."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.active: str | None = None
 
     def push_audio(self, pcm: np.ndarray, now_ns: int) -> list[AgentOutput]:
-        return [AudioOut("echo", pcm.copy())]
+        if pcm.any():
+            out: list[AgentOutput] = []
+            if self.active is None:
+                self.n += 1
+                self.active = f"echo{self.n}"
+                out.append(AgentEvent("response.created", response_id=self.active))
+            out.append(AudioOut(self.active, pcm.copy()))
+            return out
+        if self.active is not None:
+            rid, self.active = self.active, None
+            return [AgentEvent("response.done", {"status": "completed"}, response_id=rid)]
+        return []
 
 
 def _pcm16(x: np.ndarray) -> np.ndarray:
