@@ -422,3 +422,154 @@ def gate_cmd(
         click.echo(f"junit: {write_junit(report, junit)}", err=True)
     print_result_path(path)
     sys.exit(report.exit_code)
+
+
+@duplex.command("run")
+@click.option(
+    "--scenarios",
+    "scenario_set",
+    default="default",
+    show_default=True,
+    help="A scenario set name (default, demo), a folder of scenario YAML files, or one file.",
+)
+@click.option(
+    "--agent",
+    default="reference:careful",
+    show_default=True,
+    help="ws://HOST:PORT (OpenAI Realtime), reference[:POLICY], python:module:factory, echo, "
+    "energy.",
+)
+@results_out_option
+@click.option(
+    "--only",
+    multiple=True,
+    help="Keep scenarios whose id or category (name or 1-8) matches this glob. Repeatable.",
+)
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option(
+    "--resume", is_flag=True, help="Continue the newest run under OUT with the same settings."
+)
+@click.option(
+    "--clock",
+    type=click.Choice(["virtual", "real"]),
+    default=None,
+    help="virtual (in-process agents; faster than real time) or real [default: virtual for "
+    "in-process agents, real for sockets].",
+)
+@click.option(
+    "--compute",
+    type=click.Choice(["charged", "zero"]),
+    default="charged",
+    show_default=True,
+    help="Virtual clock: charge the agent's measured compute to the clock, or count it as zero.",
+)
+@click.option(
+    "--route", type=click.Choice(["direct", "relay"]), default="direct", show_default=True
+)
+@click.option("--frame-ms", type=click.Choice(["10", "20"]), default="20", show_default=True)
+@click.option(
+    "--clips",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Your own recordings: CLIPS/<scenario_id>/<segment_id>.wav replace rendered speech.",
+)
+@click.option(
+    "--detector",
+    type=click.Choice(["silero", "webrtc", "energy"]),
+    default="silero",
+    show_default=True,
+    help="Speech detector for the acoustic events.",
+)
+@click.option(
+    "--matrix",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Acceptance matrix: gate the run after scoring (exit 1 unless the decision is ship).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault models.")
+def run_cmd(
+    scenario_set: str,
+    agent: str,
+    out: Path,
+    only: tuple[str, ...],
+    repeat: int,
+    resume: bool,
+    clock: str | None,
+    compute: str,
+    route: str,
+    frame_ms: str,
+    clips: Path | None,
+    detector: str,
+    matrix: Path | None,
+    seed: int,
+) -> None:
+    """Run scenarios against a live agent; one evidence bundle per session, then the report.
+
+    Each session streams the scenario's audio in real-time frames (or on a virtual clock),
+    models the client's playback, answers tool calls from the scenario's tool world, and
+    writes OUT/<run_id>/bundles/<scenario>/<repeat>/. The bundles are scored like recorded
+    ones. Exit 0 when the run was written (with --matrix: when the decision is ship), 1 when
+    a gate failed, 2 for usage errors.
+    """
+    from voxeval.cli.common import EXIT_USAGE
+    from voxeval.core.errors import InputError, VoxevalError
+    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+
+    try:
+        scenarios = select_scenarios(load_scenario_set(scenario_set), only)
+        matrix_doc = None
+        if matrix is not None:
+            from voxeval.suites.duplex.validate import DuplexInputError, load_matrix
+
+            try:
+                matrix_doc = load_matrix(matrix)
+            except DuplexInputError as exc:
+                for problem in exc.problems:
+                    click.echo(problem.format(), err=True)
+                sys.exit(EXIT_USAGE)
+        with progress_bar() as progress:
+            task = progress.add_task("sessions", total=len(scenarios) * repeat, status="")
+            store = run_scenarios(
+                scenarios,
+                agent,
+                out,
+                repeat=repeat,
+                resume=resume,
+                clock=clock,
+                compute=compute,
+                route=route,
+                frame_ms=int(frame_ms),
+                detector=detector,
+                clips=clips,
+                seed=seed,
+                on_plan=lambda n: progress.update(task, total=n),
+                on_record=lambda rec: progress.update(
+                    task, advance=1, status=f"{rec.id} {rec.status}"
+                ),
+            )
+    except (InputError, VoxevalError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    records = store.load_records().records
+    broken = [r for r in records if r.status != "ok"]
+    for r in broken:
+        err = r.error or {}
+        click.echo(f"not scored: {r.id} ({err.get('kind')}): {err.get('message')}", err=True)
+    click.echo(
+        f"{len(records) - len(broken)} of {len(records)} session(s) scored; "
+        f"report: {store.path / 'report.html'}",
+        err=True,
+    )
+    code = EXIT_OK
+    if matrix_doc is not None:
+        from voxeval.suites.duplex.gates import (
+            evaluate_matrix,
+            metric_table_from_run,
+            render_text,
+        )
+
+        decision = evaluate_matrix(matrix_doc, metric_table_from_run(store.path))
+        click.echo(render_text(decision), err=True)
+        (store.path / "gate.txt").write_text(render_text(decision) + "\n")
+        code = decision.exit_code
+    print_result_path(store.path)
+    sys.exit(code)

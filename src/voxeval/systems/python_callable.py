@@ -30,8 +30,12 @@ __all__ = ["CallableTranscriber", "build", "coerce_transcript"]
 
 def build(spec: SystemSpec, capability: str) -> CallableTranscriber:
     """Registry factory: import ``module``, call ``factory(**options)`` and wrap the result."""
+    if capability == "duplex":
+        from voxeval.systems.duplex.local import build_python_agent
+
+        return build_python_agent(spec, capability)  # type: ignore[return-value]
     if capability != "transcribe":
-        raise SpecError(f"the python backend here provides 'transcribe', not {capability!r}")
+        raise SpecError(f"the python backend provides transcribe and duplex, not {capability!r}")
     module_name, _, attr = (spec.target or "").partition(":")
     if not module_name or not attr:
         raise SpecError(f"python backend needs 'python:module:factory', got {spec.raw!r}")

@@ -434,7 +434,10 @@ def test_kit_bundles_scored_end_to_end(kit_run: tuple[Path, dict[str, Any]]) -> 
     assert rows["interrupt_stop_ms"]["label_text"] == "VERIFIED at L3"
     assert rows["response_first_audio_ms"]["label_text"] == "VERIFIED at L2"
     assert rows["reconnect_recovery_ms"]["label"] == "IMPLEMENTED"
-    assert rows["recovery_accuracy"]["label"] == "UNKNOWN"
+    assert rows["recovery_accuracy"]["label"] == "IMPLEMENTED"  # no fault in the kit
+    assert rows["history_consistency"]["label_text"] == "VERIFIED at L2"
+    hc = overall["rates"]["history_consistency"]
+    assert (hc["k"], hc["n"], hc["not_assessable"]) == (5, 5, 0)  # d02-d04, d06, d07 cuts
 
     # strata: each split covers every session once
     for key in ("route", "device", "language", "category", "system_version"):
@@ -925,3 +928,25 @@ def test_a_killed_bundle_run_resumes_without_rescoring(small: Path, tmp_path: Pa
         ["duplex", "score", str(changed), "--detector", "energy", "--resume", "--out", str(out)]
     )
     assert path2 is not None and path2 != run
+
+
+def test_bystander_lines_without_intents_are_not_respondable_points(tmp_path: Path) -> None:
+    """d09: a quiet bystander talks during the answer and in the gap before the user's next
+    turn. With its segments' intents removed, its role alone keeps its ends from opening a
+    response_first_* wait (before roles counted, each opened one that the next speech
+    withdrew) and its onsets from withdrawing the user's."""
+    from voxeval.suites.duplex.bundle import score_bundle_folder
+
+    name = "d09_bystander_speech"
+    b = build_bundle(tmp_path / "b", name)
+    sc = yaml.safe_load((b / "scenario.yaml").read_text())
+    for seg in sc["segments"]:
+        if seg["role"] == "bystander":
+            seg.pop("intents", None)
+    (b / "scenario.yaml").write_text(yaml.safe_dump(sc, sort_keys=False))
+    rehash(b)
+    out = score_bundle_folder(b).output
+    want = list(kit()["files"][name]["labels"]["response_latency_ms"].values())
+    assert pair_values(out, "response_first_playback_ms") == pytest.approx(want, abs=0.01)
+    for metric in ("response_first_audio_ms", "response_first_playback_ms"):
+        assert out["pair_diagnostics"][metric] == {"pairs": 2, "started": 2}

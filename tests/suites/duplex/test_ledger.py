@@ -171,3 +171,21 @@ def test_contradictory_constraints_do_not_hang() -> None:
     start = make("playback.started", "player", 2, playback_id="p")
     assert len(order_by_causality([start, stop])) == 2
     assert order_by_causality([]) == []
+
+
+def test_an_id_rule_against_a_producers_own_order_does_not_delay_other_events() -> None:
+    # the agent logs its decision for r1 before creating r1 (its own order is a fact); the
+    # contradiction must not hold back events of other producers until the cycle is broken
+    decision = make("turn.decision", "agent", 4_000_000, seq=1, response_id="r1")
+    created = make("response.created", "agent", 4_000_000, seq=2, response_id="r1")
+    started = make("playback.started", "player", 4_100_000, response_id="r1", playback_id="p1")
+    late_a = make("acoustic.speech_started", "voxeval.acoustic", 5_000_000)
+    late_b = make("acoustic.speech_stopped", "voxeval.acoustic", 9_000_000)
+    ordered = order_by_causality([late_b, late_a, started, created, decision])
+    assert [e.event_type for e in ordered] == [
+        "turn.decision",
+        "response.created",
+        "playback.started",
+        "acoustic.speech_started",
+        "acoustic.speech_stopped",
+    ]

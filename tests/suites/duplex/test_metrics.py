@@ -513,6 +513,101 @@ def test_session_meta_from_manifest_and_scenario_intents() -> None:
     assert "interrupt_stop_playback_ms" not in plain
 
 
+def _tv_scenario() -> Scenario:
+    """A user question, then the TV talking (a bystander segment with no intents at all)."""
+    return Scenario.model_validate(
+        {
+            "id": "tv-in-the-gap",
+            "version": 1,
+            "category": "bystander_ambient",
+            "segments": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "say": "What time is it?",
+                    "voice": "piper",
+                    "at_ms": 0,
+                    "intents": ["start"],
+                    "expected_actions": ["listen"],
+                },
+                {
+                    "id": "tv",
+                    "role": "bystander",
+                    "say": "And now the weather.",
+                    "voice": "piper",
+                    "at_ms": 1200,
+                    "expected_actions": ["ignore"],
+                },
+            ],
+        }
+    )
+
+
+def _tv_meta(with_roles: bool = True) -> SessionMeta:
+    manifest = BundleManifest(
+        session_id="s1",
+        created_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        clock=ClockInfo(kind="real"),
+    )
+    meta = SessionMeta.from_manifest(manifest, _tv_scenario())
+    if with_roles:
+        return meta
+    # the rule before roles: intents alone decide
+    segs = {
+        k: {x: y for x, y in v.items() if x != "segment_role"} for k, v in meta.segments.items()
+    }
+    return SessionMeta(segments=segs)
+
+
+def test_a_bystander_segment_without_intents_is_not_a_respondable_point() -> None:
+    meta = _tv_meta()
+    assert meta.segments["tv"] == {
+        "intents": [],
+        "expected_actions": ["ignore"],
+        "segment_role": "bystander",
+    }
+    assert meta.segments["u1"]["segment_role"] == "user"
+    led = Ledger()
+    for kind, t, seg in (
+        ("started", 0, "u1"),
+        ("stopped", 1000, "u1"),
+        ("started", 1200, "tv"),  # the TV starts before the agent answers the user ...
+        ("stopped", 1500, "tv"),  # ... and stops before it answers
+    ):
+        led.add(f"user.speech_{kind}", t, utterance_id=seg, data={"segment_id": seg})
+    led.add("playback.started", 1600, "player", playback_id="p1", response_id="r1")
+    led.acoustic("started", 1650, "agent")
+    led.acoustic("stopped", 3000, "agent")
+    pairs, acc = run(led.events, meta={"s1": meta})
+    # the TV neither withdrew the user's wait nor opened one of its own
+    assert ms(pairs["response_first_playback_ms"]) == [600.0]
+    assert ms(pairs["response_first_audio_ms"]) == [650.0]
+    diag = acc.diagnostics()["metrics"]["response_first_audio_ms"]
+    assert diag == {"pairs": 1, "started": 1}
+    # judged by intents alone, the TV's end was a respondable point and its onset withdrew
+    # the user's wait: the agent looked 100 ms fast to a question the TV asked
+    old, old_acc = run(led.events, meta={"s1": _tv_meta(with_roles=False)})
+    assert ms(old["response_first_playback_ms"]) == [100.0]
+    assert old_acc.diagnostics()["metrics"]["response_first_audio_ms"]["cancelled"] == 1
+
+
+def test_acoustic_fallback_skips_aligned_non_user_segments() -> None:
+    """Without scenario truth, aligned acoustic user-channel events of a bystander segment
+    neither start nor withdraw a wait."""
+    led = Ledger()
+    led.acoustic("started", 0, "user", segment_id="u1")
+    led.acoustic("stopped", 1000, "user", segment_id="u1")
+    led.acoustic("started", 1200, "user", segment_id="tv")
+    led.acoustic("stopped", 1500, "user", segment_id="tv")
+    led.add("playback.started", 1600, "player", playback_id="p1", response_id="r1")
+    led.acoustic("started", 1700, "agent")
+    pairs, _ = run(led.events, meta={"s1": _tv_meta()})
+    (p,) = pairs["response_first_audio_ms"]
+    assert (p.value_ms, p.source) == (700.0, "fallback")
+    old, _ = run(led.events, meta={"s1": _tv_meta(with_roles=False)})
+    assert ms(old["response_first_audio_ms"]) == [200.0]
+
+
 def test_horizon_censors_while_the_session_runs() -> None:
     led = Ledger()
     led.add("session.disconnected", 0, "agent")
@@ -620,7 +715,8 @@ def context(events: list[Event], meta: SessionMeta) -> list[Rec]:
         data = dict(e.data)
         if e.event_type.split(".")[0] in ("user", "acoustic"):
             seg = data.get("segment_id") or e.utterance_id
-            if not ("intents" in data and "expected_actions" in data) and seg in meta.segments:
+            enriched = ("intents", "expected_actions", "segment_role")
+            if not all(k in data for k in enriched) and seg in meta.segments:
                 data = {**meta.segments[seg], **data}
         rid = e.response_id or (pb_resp.get(e.playback_id) if e.playback_id else None)
         info = next((c for c in reversed(created) if c[0] == rid), None)

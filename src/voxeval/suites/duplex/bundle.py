@@ -111,6 +111,7 @@ MARKER_TYPES = (
     "vad.",
     "asr.final",
     "turn.decision",
+    "history.",
     "response.",
     "playback.",
     "tool.",
@@ -777,6 +778,7 @@ def score_bundle_folder(
     for d in analysis.decisions:
         if not d.correct:
             slices.append(behaviour_slice(asdict(d), analysis, rel))
+    after_break = _after_break(rel, seg_out, analysis, scenario, starts, labels, task_dict, origin)
 
     level, reasons = derive_evidence_level(manifest, folder)
     if features is not None:
@@ -844,6 +846,7 @@ def score_bundle_folder(
             },
             "pair_diagnostics": diag.get("metrics", {}),
             "task": task_dict,
+            **after_break,
             "slices": slices,
             "ledger": {
                 "events": len(ledger.events),
@@ -865,7 +868,72 @@ def score_bundle_folder(
             else "clean",
         }
     )
-    return BundleScore(output, _headline(analysis, pairs, task_dict, level, slices), duration_s)
+    headline = _headline(analysis, pairs, task_dict, level, slices)
+    for name, block in after_break.items():
+        cases = block["cases"]
+        headline["rates"][name] = {
+            "k": sum(1 for c in cases if c.get("passed") is True),
+            "n": sum(1 for c in cases if c.get("passed") is not None),
+            "not_assessable": sum(1 for c in cases if c.get("passed") is None),
+        }
+    return BundleScore(output, headline, duration_s)
+
+
+def _after_break(
+    rel: Sequence[tuple[Event, float]],
+    seg_out: Mapping[str, Any],
+    analysis: Any,
+    scenario: Scenario | None,
+    starts: Mapping[str, float],
+    labels: Sequence[Mapping[str, Any]],
+    task: Mapping[str, Any] | None,
+    origin: int,
+) -> dict[str, Any]:
+    """``history_consistency`` and ``recovery_accuracy`` cases of the session (``recovery.py``:
+    definitions, denominators, tolerance), as the record keeps them."""
+    from voxeval.suites.duplex.recovery import (
+        HISTORY_DEFINITION,
+        HISTORY_TOLERANCE_MS,
+        RECOVERY_DEFINITION,
+        RECOVERY_VERSION,
+        agent_cuts,
+        decisions_by_segment,
+        history_consistency,
+        recovery_accuracy,
+    )
+
+    expected = {
+        s.id: str(s.expected_history_action)
+        for s in (scenario.segments if scenario else [])
+        if s.expected_history_action is not None
+    }
+    history = history_consistency(
+        rel,
+        seg_out["segments"]["agent"],
+        cuts=agent_cuts(analysis),
+        expected=expected,
+        onsets=starts,
+    )
+    recovery = recovery_accuracy(
+        rel,
+        labels,
+        decisions_by_segment(analysis),
+        task_checks=list(task.get("checks") or []) if task else None,
+        origin_ns=origin,
+    )
+    return {
+        "history_consistency": {
+            "version": RECOVERY_VERSION,
+            "tolerance_ms": HISTORY_TOLERANCE_MS,
+            "definition": HISTORY_DEFINITION,
+            "cases": history,
+        },
+        "recovery_accuracy": {
+            "version": RECOVERY_VERSION,
+            "definition": RECOVERY_DEFINITION,
+            "cases": recovery,
+        },
+    }
 
 
 def _slice_time(sl: Mapping[str, Any], details: Mapping[str, Any], origin: int) -> float | None:
@@ -1315,6 +1383,53 @@ def behaviour_slice(
 # --------------------------------------------------------------------------- a run
 
 
+def score_ref(
+    ref: BundleRef,
+    store: RunStore,
+    *,
+    detector: str = "silero",
+    redact: Mapping[str, Any] | None = None,
+) -> Record:
+    """The record of one bundle of a run: scored, or an error record with its reasons (the
+    bundle is first redacted into the run when ``redact`` is given and ``ref.stored`` set)."""
+    started = utc_now()
+    t0 = time.perf_counter()
+    folder = ref.path
+    try:
+        if redact is not None and ref.stored:
+            from voxeval.suites.duplex.redact import redact_bundle
+
+            folder = store.path / ref.stored
+            redact_bundle(ref.path, folder, detector=detector, **dict(redact))
+        scored = score_bundle_folder(folder, key=ref.key, detector=detector)
+        scored.output["repeat"] = ref.repeat
+        scored.output["unit"] = ref.unit
+        if ref.stored:
+            scored.output["bundle"] = ref.stored
+        rec = Record(
+            id=ref.key,
+            system=ref.system,
+            repeat=ref.repeat,
+            output=scored.output,
+            metrics=scored.metrics,
+        )
+        rec.timing = {
+            "compute_s": round(time.perf_counter() - t0, 4),
+            "audio_s": round(scored.audio_s, 4),
+        }
+    except BundleError as exc:
+        rec = error_record(ref.key, ref.system, ref.repeat, exc.kind, exc.message)
+        rec.output = {
+            "bundle": ref.stored or str(ref.path),
+            "source": str(ref.path),
+            "repeat": ref.repeat,
+            "unit": ref.unit,
+            "problems": [_problem_dict(p) for p in exc.problems],
+        }
+    rec.started_at, rec.ended_at = started, utc_now()
+    return rec
+
+
 def _manifest_sha(folder: Path) -> str | None:
     """sha256 of a bundle's manifest.json (it holds the hashes of every other file)."""
     from voxeval.core.items import file_sha256
@@ -1381,41 +1496,7 @@ def score_bundles(
     if on_plan:
         on_plan(len(todo))
     for ref in todo:
-        started = utc_now()
-        t0 = time.perf_counter()
-        folder = ref.path
-        try:
-            if redact is not None and ref.stored:
-                from voxeval.suites.duplex.redact import redact_bundle
-
-                folder = store.path / ref.stored
-                redact_bundle(ref.path, folder, detector=detector, **dict(redact))
-            scored = score_bundle_folder(folder, key=ref.key, detector=detector)
-            scored.output["repeat"] = ref.repeat
-            scored.output["unit"] = ref.unit
-            if ref.stored:
-                scored.output["bundle"] = ref.stored
-            rec = Record(
-                id=ref.key,
-                system=ref.system,
-                repeat=ref.repeat,
-                output=scored.output,
-                metrics=scored.metrics,
-            )
-            rec.timing = {
-                "compute_s": round(time.perf_counter() - t0, 4),
-                "audio_s": round(scored.audio_s, 4),
-            }
-        except BundleError as exc:
-            rec = error_record(ref.key, ref.system, ref.repeat, exc.kind, exc.message)
-            rec.output = {
-                "bundle": ref.stored or str(ref.path),
-                "source": str(ref.path),
-                "repeat": ref.repeat,
-                "unit": ref.unit,
-                "problems": [_problem_dict(p) for p in exc.problems],
-            }
-        rec.started_at, rec.ended_at = started, utc_now()
+        rec = score_ref(ref, store, detector=detector, redact=redact)
         store.append(rec)
         if on_record:
             on_record(rec)

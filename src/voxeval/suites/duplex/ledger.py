@@ -16,8 +16,9 @@ uncertainty is used (the later one on a tie); drift within a session is not mode
    ``user.speech_started`` for ``utterance_id``, ``tool.requested`` before the
    ``tool.completed``/``tool.failed`` of the same ``data.call_id`` or ``task_id``);
 3. only events that these two rules leave unordered are ordered by the session-clock
-   estimate, then the producer sequence. Contradictory constraints (a cycle) are broken at
-   the event with the earliest estimate.
+   estimate, then the producer sequence. An id rule that contradicts rule 1 (a cycle, e.g.
+   an agent that logs ``turn.decision`` for a response before its ``response.created``) is
+   dropped for the events of that cycle; rule 1 always holds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -208,12 +209,11 @@ def order_by_causality(events: Iterable[Event]) -> list[Event]:
         (session_ns(e, clocks), e.seq if e.seq is not None else -1, i) for i, e in enumerate(evs)
     ]
     succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
+    opener_edges: list[tuple[int, int]] = []
 
     def edge(a: int, b: int) -> None:
         if a != b:
-            succ[a].append(b)
-            indeg[b] += 1
+            opener_edges.append((a, b))
 
     by_producer: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(evs):
@@ -221,11 +221,26 @@ def order_by_causality(events: Iterable[Event]) -> list[Event]:
     for idx in by_producer.values():
         idx.sort(key=lambda i: (evs[i].monotonic_ns, key[i][1], i))
         for a, b in itertools.pairwise(idx):
-            edge(a, b)
+            succ[a].append(b)
 
     for field, opener_type in ID_OPENERS.items():
         _opener_edges(evs, key, edge, lambda e, f=field: getattr(e, f), opener_type, None)
     _opener_edges(evs, key, edge, _tool_call_key, "tool.requested", TOOL_CLOSERS)
+    for a, b in opener_edges:
+        succ[a].append(b)
+    # Rule 1 is a fact, rule 2 a convention: an id rule that contradicts the producers' own
+    # order (e.g. an agent logging its turn.decision for a response before response.created)
+    # closes a cycle; such id edges are dropped, every producer order is kept.
+    comp = _components(succ)
+    if max(comp, default=0) + 1 < n:
+        sizes = Counter(comp)
+        drop = {(a, b) for a, b in opener_edges if comp[a] == comp[b] and sizes[comp[a]] > 1}
+        for a, b in drop:
+            succ[a].remove(b)
+    indeg = [0] * n
+    for targets in succ:
+        for b in targets:
+            indeg[b] += 1
 
     ready = [key[i] for i in range(n) if indeg[i] == 0]
     heapq.heapify(ready)
@@ -249,6 +264,55 @@ def order_by_causality(events: Iterable[Event]) -> list[Event]:
             if indeg[j] == 0 and not done[j]:
                 heapq.heappush(ready, key[j])
     return out
+
+
+def _components(succ: list[list[int]]) -> list[int]:
+    """Strongly connected component of every node (iterative Tarjan); ids are 0..k-1."""
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    comp = [-1] * n
+    stack: list[int] = []
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] != -1:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, pos = work.pop()
+            if pos == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            recurse = False
+            targets = succ[v]
+            while pos < len(targets):
+                w = targets[pos]
+                pos += 1
+                if index[w] == -1:
+                    work.append((v, pos))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    return comp
 
 
 def _tool_call_key(event: Event) -> str | None:

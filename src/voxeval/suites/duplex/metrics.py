@@ -25,8 +25,19 @@ See ``DEFAULT_PAIRS`` (``definitions_table()`` prints them). Conventions read fr
   ``acoustic.acoustic_events``. When the harness aligns an acoustic segment with a scenario
   segment it may add ``utterance_id`` / ``data.segment_id`` and the segment's ``data.intents``.
 - ``user.speech_started/stopped`` (scenario truth) carry ``utterance_id`` and
-  ``data.segment_id``; their ``data.intents`` / ``data.expected_actions`` come from the event or,
-  when absent, from ``SessionMeta.segments`` (filled from the scenario).
+  ``data.segment_id``; their ``data.intents`` / ``data.expected_actions`` /
+  ``data.segment_role`` come from the event or, when absent, from ``SessionMeta.segments``
+  (filled from the scenario). ``segment_role`` is the scenario segment's role (``user``,
+  ``bystander``, ``media``, ``echo``, ``noise``, ``unknown``); it is not ``data.role``, which on
+  ``acoustic.*`` events names the channel (``user`` | ``agent``).
+- **Respondable points** (``response_first_*``): the end of a user segment is a point where a
+  response is expected unless its intents include ``backchannel`` or ``unrelated``
+  (``NOT_RESPONDABLE_INTENTS``) or its ``segment_role`` is not ``user``
+  (``NOT_RESPONDABLE_ROLES``: a bystander, the TV, echo or a cough is not talking to the
+  agent, whatever its intents say). The same rule picks the user onsets that withdraw a
+  waiting start ("the user resumes") and, in sessions without scenario truth, the aligned
+  acoustic user ends and onsets of the fallback. An event without a ``segment_role`` (no
+  scenario, or a segment the ledger does not name) is judged by its intents alone.
 - ``response.done`` has ``data.status`` (``completed``, ``cancelled``, ...); ``tts.chunk`` is one
   piece of agent audio received for ``response_id``; ``task.state`` may carry ``data.status``.
 - Ids are inherited within a session: an event with a ``playback_id`` but no ``response_id``
@@ -90,6 +101,7 @@ from voxeval.suites.duplex.schema import (
     BundleManifest,
     Event,
     ProducerClock,
+    Role,
     Scenario,
 )
 
@@ -99,6 +111,8 @@ __all__ = [
     "DEFAULT_PAIRS",
     "INTERRUPTING_INTENTS",
     "METRICS_VERSION",
+    "NOT_RESPONDABLE_INTENTS",
+    "NOT_RESPONDABLE_ROLES",
     "SPLIT_FIELDS",
     "Fallback",
     "LatencyPair",
@@ -114,7 +128,8 @@ __all__ = [
     "summarize",
 ]
 
-METRICS_VERSION = "1"
+METRICS_VERSION = "2"
+"""2: respondable points and user resumptions exclude non-user segment roles."""
 DEFAULT_HORIZON_MS = 120_000.0
 """Longest wait for an end before a start is censored while its session is still running."""
 SPLIT_FIELDS = ("route", "category", "device", "language", "system_version")
@@ -126,6 +141,9 @@ RECOVERY_INTENTS = ("interrupt", "correction")
 """Intents after which the agent is expected to start a new response."""
 NOT_RESPONDABLE_INTENTS = ("backchannel", "unrelated")
 """Intents of user speech whose end is not a point where a response is expected."""
+NOT_RESPONDABLE_ROLES = tuple(str(r) for r in Role if r is not Role.USER)
+"""Scenario segment roles (``data.segment_role``) whose speech is not addressed to the agent:
+every role but ``user`` (``unknown`` included: nothing says a response is expected)."""
 UNKNOWN = "unknown"
 """Split label of pairs whose session does not state the split field."""
 
@@ -275,6 +293,8 @@ class PairDef:
         }
 
 
+_NOT_ADDRESSED = {"intents": NOT_RESPONDABLE_INTENTS, "segment_role": NOT_RESPONDABLE_ROLES}
+"""Speech that does not expect a response: a non-responding intent or a non-user segment role."""
 _USER_STOP_ACOUSTIC = on(
     "acoustic.speech_stopped", role="user", none_of={"intents": NOT_RESPONDABLE_INTENTS}
 )
@@ -282,10 +302,12 @@ _USER_START_ACOUSTIC = on("acoustic.speech_started", role="user")
 _AGENT_START_ACOUSTIC = on("acoustic.speech_started", role="agent")
 _AGENT_STOP_ACOUSTIC = on("acoustic.speech_stopped", role="agent")
 _TRUTH = (on("user.speech_started"), on("user.speech_stopped"))
-_RESPONDABLE = on("user.speech_stopped", none_of={"intents": NOT_RESPONDABLE_INTENTS})
-_USER_RESUMES = on("user.speech_started", none_of={"intents": NOT_RESPONDABLE_INTENTS})
+_RESPONDABLE = on("user.speech_stopped", none_of=_NOT_ADDRESSED)
+_USER_RESUMES = on("user.speech_started", none_of=_NOT_ADDRESSED)
 _RESPONDABLE_FALLBACK = Fallback(
-    start=(_USER_STOP_ACOUSTIC,), cancel=(_USER_START_ACOUSTIC,), until=_TRUTH
+    start=(on("acoustic.speech_stopped", role="user", none_of=_NOT_ADDRESSED),),
+    cancel=(on("acoustic.speech_started", role="user", none_of=_NOT_ADDRESSED),),
+    until=_TRUTH,
 )
 _INTERRUPTION = (
     on("user.speech_started", any_of={"intents": INTERRUPTING_INTENTS}),
@@ -317,10 +339,11 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         requires=(_AGENT_START_ACOUSTIC, _AGENT_STOP_ACOUSTIC),
         groups=("response first audio",),
         description="t(first agent acoustic onset after it) - t(expected respondable point: "
-        "end of a user segment that is not a backchannel or unrelated, or the acoustic end of "
-        "user speech in sessions without scenario truth). n = respondable points not followed "
-        "by more user speech before the agent's audio, in sessions with agent acoustic "
-        "events; no agent audio: censored.",
+        "end of a user segment that is not a backchannel or unrelated and whose role is user "
+        "(bystander, media, echo and noise segments are not addressed to the agent), or the "
+        "acoustic end of user speech in sessions without scenario truth). n = respondable "
+        "points not followed by more user speech (same rule) before the agent's audio, in "
+        "sessions with agent acoustic events; no agent audio: censored.",
     ),
     PairDef(
         "response_first_playback_ms",
@@ -449,7 +472,8 @@ class SessionMeta:
     """What a session's pairs are split by, and the scenario truth its events may omit.
 
     ``segments``: segment or utterance id -> extra ``data`` (``intents``,
-    ``expected_actions``) merged into ``user.*`` and aligned ``acoustic.*`` events that lack it.
+    ``expected_actions``, ``segment_role``) merged into ``user.*`` and aligned ``acoustic.*``
+    events that lack it.
     """
 
     route: str | None = None
@@ -475,6 +499,7 @@ class SessionMeta:
                 segments[seg.id] = {
                     "intents": [str(i) for i in seg.intents],
                     "expected_actions": [str(a) for a in seg.expected_actions],
+                    "segment_role": str(seg.role),
                 }
         return cls(
             route=str(manifest.route) if manifest.route else None,
@@ -550,6 +575,7 @@ class LatencyPair:
 _REQUIRES, _UNTIL, _CANCEL, _FCANCEL, _CLOSES, _END, _RESUME, _FINAL, _START, _FSTART = range(10)
 _PLAYBACK_ENDS = frozenset({"playback.stopped", "playback.interrupted", "playback.completed"})
 _ENRICHED_PREFIXES = ("user.", "acoustic.")
+_ENRICHED_KEYS = ("intents", "expected_actions", "segment_role")
 _TOTALS = (
     "events",
     "sessions",
@@ -869,7 +895,7 @@ class MetricAccumulator:
     @staticmethod
     def _enrich(s: _Session, event: Event) -> dict[str, Any]:
         data = event.data
-        if "intents" in data and "expected_actions" in data:
+        if all(k in data for k in _ENRICHED_KEYS):
             return data
         seg = data.get("segment_id") or event.utterance_id
         extra = s.meta.segments.get(seg) if isinstance(seg, str) else None
@@ -962,8 +988,8 @@ class MetricAccumulator:
         counts = self.counts[d.name]
         if fallback and st.primary_seen:
             return
-        uid = ids["utterance_id"]
-        if d.once_per_utterance and uid is not None:
+        uid = ids["utterance_id"] or event.data.get("utterance_id")  # aligned acoustic
+        if d.once_per_utterance and isinstance(uid, str):
             if uid in st.used_utt:
                 counts["same_utterance"] += 1
                 return

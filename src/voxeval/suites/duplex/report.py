@@ -74,8 +74,11 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
                 }
             )
         status = Counter(r.status for r in recs)
-        overall = aggregate(analyses) if analyses else {"n_calls": 0}
+        overall: dict[str, Any] = aggregate(analyses) if analyses else {"n_calls": 0}
         overall.pop("calls", None)
+        if analyses:
+            overall["hours"] = session_hours(a.duration_s for a in analyses)
+            add_per_hour(overall["rates"], overall["hours"])
         systems_out.append(
             {
                 "system": spec,
@@ -113,7 +116,26 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
 
 # =========================================================================== bundle runs
 
-BUNDLE_RATE_ORDER = (*RATE_ORDER, "behaviour_accuracy")
+AFTER_BREAK_RATES = ("history_consistency", "recovery_accuracy")
+"""Behaviour rates of bundle runs computed per case by ``recovery.py`` (not by the turns)."""
+BUNDLE_RATE_ORDER = (*RATE_ORDER, "behaviour_accuracy", *AFTER_BREAK_RATES)
+PER_HOUR_RATES = (
+    "premature_takeover_rate",
+    "talk_over_rate",
+    "missed_interruption_rate",
+    "false_yield_rate",
+    "false_silence_rate",
+    "bystander_false_response_rate",
+    "ambient_false_activation_rate",
+)
+"""Named event rates (k counts unwanted events) also given as events per hour of session audio."""
+DENOMINATOR_TEXT = {
+    "history_consistency": "n = responses acoustically cut off (the agent yielded, or the "
+    "ledger cut them while their audio played) plus segments with an expected_history_action, "
+    "where the evidence allows a judgement",
+    "recovery_accuracy": "n = fault episodes (tool.failed, session.disconnected/error, network "
+    "drop, response.done failed) with a scenario-labelled user segment after them",
+}
 TASK_CHECKS = (
     "goal_completion",
     "parameter_consistency",
@@ -128,21 +150,18 @@ SIDE_EFFECT_CHECKS = ("duplicate_side_effects", "write_after_stop", "cancellatio
 SIDE_EFFECT_COUNTS = ("duplicate_side_effects", "writes_after_stop", "stale_deliveries")
 TURN_LATENCIES = ("response_latency_ms", "barge_in_stop_ms")
 HIGHER_IS_BETTER = frozenset(
-    {"correct_yield_rate", "behaviour_accuracy", *TASK_CHECKS, *SIDE_EFFECT_CHECKS}
+    {
+        "correct_yield_rate",
+        "behaviour_accuracy",
+        *AFTER_BREAK_RATES,
+        *TASK_CHECKS,
+        *SIDE_EFFECT_CHECKS,
+    }
 )
 """Rates where more is better (task checks are pass rates); every other metric: less."""
-UNMEASURED: dict[str, tuple[str, str]] = {
-    "recovery_accuracy": (
-        "behaviour",
-        "DESIGN's recovery accuracy: nothing in voxeval measures it yet",
-    ),
-    "history_consistency": (
-        "behaviour",
-        "after truncation the agent's memory holds only what was heard: nothing in voxeval "
-        "measures it yet",
-    ),
-}
-"""DESIGN metrics without an implementation: reported as UNKNOWN rows."""
+UNMEASURED: dict[str, tuple[str, str]] = {}
+"""DESIGN metrics without an implementation (group, why): reported as UNKNOWN rows. Empty:
+recovery accuracy and history consistency are measured (``recovery.py``)."""
 STRATA = ("route", "device", "language", "category", "system_version")
 KEY_FAILURES = 12
 """Failures shown in full (slices, players, timeline) in the report."""
@@ -220,6 +239,51 @@ def _task_block(recs: Sequence[Record]) -> dict[str, Any]:
     return out
 
 
+def after_break_rates(recs: Sequence[Record]) -> dict[str, Any]:
+    """``history_consistency`` and ``recovery_accuracy`` pooled over ``recs`` from the cases
+    each record keeps (``recovery.pool_cases``: k / n with a Wilson interval, the assessable
+    refs, the not-assessable refs with their reasons). Sessions scored before these metrics
+    existed hold no cases and add nothing."""
+    from voxeval.suites.duplex.recovery import (
+        HISTORY_DEFINITION,
+        RECOVERY_DEFINITION,
+        pool_cases,
+    )
+
+    defs = {"history_consistency": HISTORY_DEFINITION, "recovery_accuracy": RECOVERY_DEFINITION}
+    out = {}
+    for name in AFTER_BREAK_RATES:
+        per = {r.id: (r.output.get(name) or {}).get("cases") or [] for r in recs}
+        entry = pool_cases(name, per, defs[name])
+        entry.pop("name", None)
+        entry["denominator_text"] = DENOMINATOR_TEXT[name]
+        entry["sessions_without_cases"] = sum(1 for r in recs if name not in r.output)
+        out[name] = entry
+    return out
+
+
+def session_hours(durations: Iterable[Any]) -> float:
+    """Hours of session audio: the sum of the sessions' ``duration_s`` (missing ones count 0)."""
+    return sum(float(d) for d in durations if isinstance(d, int | float)) / 3600.0
+
+
+def add_per_hour(rates: Mapping[str, Any], hours: float) -> None:
+    """Give each of ``PER_HOUR_RATES`` its events per hour of session audio, in place:
+    ``per_hour = k / hours`` with the hours stated, and None when the rate has no
+    opportunity (n = 0) or there is no audio: the rule of ``gates`` ``per_hour:`` metrics."""
+    for name in PER_HOUR_RATES:
+        e = rates.get(name)
+        if not isinstance(e, dict):
+            continue
+        k, n = int(e.get("k") or 0), int(e.get("n") or 0)
+        e["per_hour"] = k / hours if n and hours > 0 else None
+        e["hours"] = round(hours, 6)
+        e["per_hour_definition"] = (
+            "k / hours of session audio (sum of the scored sessions' duration_s); n stays the "
+            "opportunities: none when n = 0"
+        )
+
+
 def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     """The ledger latency pairs of ``recs`` summarised (``metrics.LatencyTable``) overall and
     per stratum, with every pair as a ``values`` entry (censored ones with ``value_ms`` None)."""
@@ -267,6 +331,9 @@ def _system_block(
     )
     overall.pop("calls", None)
     overall["n_sessions"] = len(ok)
+    overall["rates"].update(after_break_rates(ok))
+    overall["hours"] = session_hours(r.output.get("duration_s") for r in ok)
+    add_per_hour(overall["rates"], overall["hours"])
     for name in TURN_LATENCIES:
         if name in overall["latencies"]:
             overall["latencies"][name]["source"] = "acoustic turns (turns.analyze_call)"
@@ -287,6 +354,8 @@ def _system_block(
                 if str((r.output.get("meta") or {}).get(field_name) or "unknown") == value
             ]
             agg = aggregate([by_key[r.id] for r in sub])
+            agg["rates"].update(after_break_rates(sub))
+            add_per_hour(agg["rates"], session_hours(r.output.get("duration_s") for r in sub))
             sub_task = _task_block(sub)
             lat = {
                 name: entry["by"].get(field_name, {}).get(value)
@@ -405,6 +474,25 @@ def metric_rows(overall: Mapping[str, Any], levels: Mapping[str, str]) -> list[d
         summary = f"{e.get('k', 0)}/{e.get('n', 0)}" + (
             f" = {e['value']:.3f}" if e.get("value") is not None else ""
         )
+        if e.get("ci_low") is not None and e.get("ci_high") is not None:
+            summary += f" [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+        if "per_hour" in e:
+            summary += (
+                f"; {_fmt(e['per_hour'], 2)}/h over {float(e.get('hours') or 0):.3f} h"
+                if e["per_hour"] is not None
+                else "; per hour –"
+            )
+        note = ""
+        if name in DENOMINATOR_TEXT:
+            na = int(e.get("not_assessable") or 0)
+            summary += f"; {na} not assessable"
+            note = DENOMINATOR_TEXT[name]
+            if not e.get("n"):
+                note += (
+                    f"; this run holds no assessable case (n = 0, {na} not assessable)"
+                    if na
+                    else "; this run holds no case for it (n = 0)"
+                )
         rows.append(
             _row(
                 "behaviour",
@@ -414,6 +502,7 @@ def metric_rows(overall: Mapping[str, Any], levels: Mapping[str, str]) -> list[d
                 [_session(str(r)) for r in e.get("denominator") or []],
                 levels,
                 summary,
+                note,
             )
         )
     for name, (group, why) in UNMEASURED.items():

@@ -1,0 +1,278 @@
+"""``voxeval duplex run``: scenarios against a live agent, one evidence bundle per session,
+scored by the same core as recorded bundles.
+
+A run is ``OUT/<run_id>/`` with ``run.json``, ``items.jsonl`` (one item per scenario),
+``bundles/<scenario_id>/<repeat>/`` and ``records.jsonl`` (one record per session: id = the
+scenario id, system = the agent spec, repeat = 0-based), then ``report.*``. The config (agent,
+scenario ids + versions + file hashes, repeats, clock, route, frame size, detector) is the
+resume fingerprint: ``--resume`` continues the newest run with the same config and skips
+sessions already recorded.
+
+Errors are data: an agent that raises, stalls or goes silent leaves its ledger (with a
+``session.error`` event) and a bundle that scores as such; a session that could not run at
+all (its audio could not be rendered, the agent could not be built) is an error record with
+the reason; the next session runs either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from voxeval.core.errors import InputError
+from voxeval.core.items import Item, file_sha256
+from voxeval.core.records import Record, error_record
+from voxeval.core.runstore import RunStore, utc_now
+from voxeval.suites.duplex.live.session import SessionConfig, run_session
+from voxeval.suites.duplex.schema import (
+    ClockInfo,
+    Provenance,
+    Scenario,
+    SystemInfo,
+)
+
+__all__ = ["AgentFactory", "build_agent_factory", "run_scenarios", "select_scenarios"]
+
+AgentFactory = Callable[[], Any]
+LIVE_VERSION = "1"
+
+
+def select_scenarios(
+    scenarios: Sequence[tuple[Scenario, Path]], only: Sequence[str] = ()
+) -> list[tuple[Scenario, Path]]:
+    """Scenarios whose category (name or number) or id matches one of the ``only`` globs."""
+    if not only:
+        return list(scenarios)
+    from voxeval.suites.duplex.schema import CATEGORY_NUMBER
+
+    out = []
+    for sc, path in scenarios:
+        names = {sc.id, str(sc.category), str(CATEGORY_NUMBER[sc.category])}
+        if any(fnmatch.fnmatchcase(n, pat) for pat in only for n in names):
+            out.append((sc, path))
+    if not out:
+        raise InputError(f"--only {' '.join(only)}: no scenario matches (ids, categories, 1-8)")
+    return out
+
+
+def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
+    """The agent factory for a system spec (capability ``duplex``) and what to record."""
+    from voxeval.core.registry import REGISTRY
+    from voxeval.core.specs import parse_spec
+
+    parsed = parse_spec(spec)
+    factory = REGISTRY.build("duplex", spec)
+    if not callable(factory):
+        raise InputError(f"{spec}: the duplex backend {parsed.backend!r} gave no agent factory")
+    info = getattr(factory, "info", None)
+    return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
+
+
+def _transport(spec: str) -> str:
+    return "socket" if spec.startswith(("ws://", "wss://", "pcm-ws:")) else "in_process"
+
+
+def run_scenarios(
+    scenarios: Sequence[tuple[Scenario, Path]],
+    agent: str,
+    out: str | Path,
+    *,
+    repeat: int = 1,
+    resume: bool = False,
+    clock: str | None = None,
+    compute: str = "charged",
+    route: str = "direct",
+    frame_ms: int = 20,
+    detector: str = "silero",
+    clips: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    seed: int = 0,
+    factory: AgentFactory | None = None,
+    on_plan: Callable[[int], None] | None = None,
+    on_record: Callable[[Record], None] | None = None,
+    write_reports: bool = True,
+) -> RunStore:
+    """Run every scenario ``repeat`` times against ``agent`` into ``out/<run_id>/``.
+
+    ``clock``: ``virtual`` (default for in-process agents) or ``real`` (default, and the only
+    choice, for socket agents). ``factory`` overrides the registry (tests, the demo).
+    """
+    from voxeval.suites.duplex.bundle import BundleRef, score_ref
+
+    transport = _transport(agent)
+    clock = clock or ("real" if transport == "socket" else "virtual")
+    if transport == "socket" and clock != "real":
+        raise InputError(f"{agent}: a socket agent runs on the real clock only")
+    if factory is None:
+        factory, agent_info = build_agent_factory(agent)
+    else:
+        agent_info = dict(getattr(factory, "info", None) or {"backend": "given"})
+    config = {
+        "mode": "bundles",
+        "live": {
+            "agent": agent,
+            "transport": transport,
+            "clock": clock,
+            "compute": compute if clock == "virtual" else None,
+            "route": route,
+            "frame_ms": frame_ms,
+            "repeat": repeat,
+            "seed": seed,
+            "clips": str(clips) if clips else None,
+            "version": LIVE_VERSION,
+        },
+        "systems": [agent],
+        "scenarios": [
+            {"id": sc.id, "version": sc.version, "sha256": file_sha256(path)}
+            for sc, path in scenarios
+        ],
+        "detector": detector,
+    }
+    items = [
+        Item(
+            id=sc.id,
+            labels={"category": str(sc.category), "input": "live"},
+            meta={"scenario": str(path), "version": sc.version},
+        )
+        for sc, path in scenarios
+    ]
+    store, done, _ = RunStore.start_or_resume(Path(out), "duplex", config, items, resume)
+    store.update_info(agent=agent_info)
+    todo = [
+        (sc, path, r)
+        for sc, path in scenarios
+        for r in range(repeat)
+        if (sc.id, agent, r) not in done
+    ]
+    if on_plan:
+        on_plan(len(todo))
+    cache = Path(cache_dir) if cache_dir else store.path.parent / ".render-cache"
+    session_cfg = SessionConfig(
+        frame_ms=frame_ms,
+        clock="real" if clock == "real" else "virtual",
+        compute="zero" if compute == "zero" else "charged",
+        route=route,
+        seed=seed,
+    )
+    provenance = Provenance(
+        transport=transport,  # type: ignore[arg-type]
+        clock="monotonic" if clock == "real" else "virtual",
+        playback="modelled",
+        capture="none",
+        traffic="synthetic",
+        acoustic_events="output_stream",
+    )
+    try:
+        for sc, path, r in todo:
+            rec = _one_session(
+                sc,
+                path,
+                r,
+                agent,
+                factory,
+                agent_info,
+                store,
+                session_cfg,
+                provenance,
+                detector,
+                clips,
+                cache,
+                BundleRef,
+                score_ref,
+            )
+            store.append(rec)
+            if on_record:
+                on_record(rec)
+    finally:
+        store.close()
+    from voxeval.report import finish_run
+
+    return finish_run(store, write_reports)
+
+
+def _one_session(
+    sc: Scenario,
+    path: Path,
+    r: int,
+    agent: str,
+    factory: AgentFactory,
+    agent_info: dict[str, Any],
+    store: RunStore,
+    cfg: SessionConfig,
+    provenance: Provenance,
+    detector: str,
+    clips: str | Path | None,
+    cache: Path,
+    bundle_ref: Any,
+    score_ref: Any,
+) -> Record:
+    from voxeval.suites.duplex.live.bundle_writer import write_bundle
+    from voxeval.suites.duplex.live.render import render_segments
+
+    started = utc_now()
+    t0 = time.perf_counter()
+    stored = f"bundles/{sc.id}/{r}"
+    try:
+        audio = render_segments(
+            sc, path.parent, sample_rate=cfg.sample_rate, cache_dir=cache, clips=clips
+        )
+    except Exception as exc:  # any render failure is this session's error
+        return _error(sc, agent, r, "render", f"{type(exc).__name__}: {exc}", started)
+    try:
+        instance = factory()
+    except Exception as exc:  # a system that cannot start is an error record
+        return _error(sc, agent, r, "agent-start", f"{type(exc).__name__}: {exc}", started)
+    sid = f"{sc.id}-r{r}-{store.run_id[-4:]}"
+    try:
+        result = run_session(sc, audio, instance, cfg, sid)
+    finally:
+        close = getattr(instance, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # closing is best effort
+                close()
+    version = agent_info.get("version") or result.end.info.get("version")
+    system = SystemInfo(
+        name=agent,
+        version=str(version) if version else None,
+        config={**{k: v for k, v in agent_info.items() if k != "version"}, **result.end.info},
+    )
+    clock = ClockInfo(
+        kind="real" if cfg.clock == "real" else "virtual",
+        compute=cfg.compute if cfg.clock == "virtual" else None,
+        audio_origin_ns=0,
+    )
+    write_bundle(
+        result,
+        store.path / stored,
+        system=system,
+        provenance=provenance,
+        clock=clock,
+        extra={"repeat": r, "agent_spec": agent},
+    )
+    ref = bundle_ref(
+        path=store.path / stored,
+        key=sc.id,
+        system=agent,
+        session_id=sid,
+        scenario_id=sc.id,
+        scenario_version=sc.version,
+        repeat=r,
+        stored=stored,
+    )
+    rec: Record = score_ref(ref, store, detector=detector)
+    rec.output["session_stats"] = result.stats
+    rec.output["skipped_segments"] = result.skipped
+    rec.started_at = started
+    rec.timing["wall_s"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def _error(sc: Scenario, agent: str, r: int, kind: str, message: str, started: str) -> Record:
+    rec = error_record(sc.id, agent, r, kind, message)
+    rec.output = {"unit": f"{sc.id}#{r}", "repeat": r, "problems": []}
+    rec.started_at, rec.ended_at = started, utc_now()
+    return rec
