@@ -248,3 +248,20 @@ def test_real_clock_paces_frames_and_echo_round_trip(clips: dict[str, np.ndarray
     assert pace["n"] > 20 and pace["median"] < 5.0  # generous: tests do not time things
     clock = [e for e in res.events if e.event_type == "clock.producer"]
     assert {e.data["kind"] for e in clock} == {"monotonic"}
+
+
+def test_a_crashing_agent_is_evidence_and_the_session_ends(clips: dict[str, np.ndarray]) -> None:
+    class Crashes(EnergyAgent):
+        def on_playback(self, report: Any, now_ns: int) -> list[Any]:
+            raise RuntimeError("boom in playback handler")
+
+    res = run_virtual_session(
+        scenario(), clips, Crashes(), SessionConfig(compute="zero", trigger_timeout_ms=2000), "x"
+    )
+    (err,) = [e for e in res.events if e.event_type == "session.error"]
+    assert "boom in playback handler" in err.data["error"] and err.reason == "agent raised"
+    assert res.end.info["crashed"].startswith("RuntimeError")
+    # nothing reaches a dead agent: no response after the crash
+    assert not [
+        e for e in res.events if e.producer == "agent" and e.monotonic_ns > err.monotonic_ns
+    ]

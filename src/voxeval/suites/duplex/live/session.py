@@ -356,6 +356,7 @@ class _Session:
         self.compute_s = 0.0
         self.calls = 0
         self.next_frame = 0
+        self.dead: str | None = None
         self.t_start = time.monotonic_ns()
         self.pacing: list[float] = []
         for seg in scenario.segments:
@@ -461,8 +462,15 @@ class _Session:
         """Run one agent call at ``max(due, agent_free)`` and queue its outputs."""
         real = self.cfg.clock == "real"
         start = max(due_ns, self.agent_free) if not real else max(due_ns, self._real_now())
+        if self.dead is not None:
+            return  # the agent crashed: nothing reaches it any more
         t0 = time.perf_counter()
-        outputs = fn(start)
+        try:
+            outputs = fn(start)
+        except Exception as exc:  # a crashing agent is evidence, not our crash
+            self.dead = f"{type(exc).__name__}: {exc}"
+            self.log("session.error", start, reason="agent raised", data={"error": self.dead})
+            return
         spent = time.perf_counter() - t0
         self.compute_s += spent
         self.calls += 1
@@ -679,7 +687,18 @@ class _Session:
                 }
             )
         tick = time.perf_counter()
-        session_end = self.agent.finish(end_ns)
+        session_end = SessionEnd(info={"crashed": self.dead}) if self.dead else None
+        if session_end is None:
+            try:
+                session_end = self.agent.finish(end_ns)
+            except Exception as exc:  # as in _call
+                self.log(
+                    "session.error",
+                    end_ns,
+                    reason="agent raised in finish",
+                    data={"error": f"{type(exc).__name__}: {exc}"},
+                )
+                session_end = SessionEnd()
         self.compute_s += time.perf_counter() - tick
         self.log("session.disconnected", end_ns, reason="session end")
         n = self.player.pos
