@@ -32,5 +32,8 @@ def test_bar_chart_and_table_escape_and_format() -> None:
     ET.fromstring(svg)
     html = table(["h"], [["<script>"], [Raw("<b>ok</b>")], [float("nan")]])
     assert "&lt;script&gt;" in html and "<b>ok</b>" in html and "–" in html
+    # a wide table scrolls inside its box, never the page
+    assert html.startswith("<div class='tw'><table>") and html.endswith("</table></div>")
+    assert ".tw{overflow-x:auto" in page("t", html)
     assert fmt(0.12345) == "0.123" and fmt(None) == "–"
     assert page("t", "<p>x</p>").startswith("<!DOCTYPE html>") and "http" not in page("t", "")

@@ -14,7 +14,7 @@ PALETTE = ["#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#d
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
-color:#222;padding:0 1rem;line-height:1.45}
+color:#222;padding:0 1rem;line-height:1.45;overflow-wrap:break-word}
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 h3{font-size:1.05rem}table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.88rem}
 th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;vertical-align:top}
@@ -23,7 +23,10 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777;font-size:.85r
 .bad{color:#b00020}.ok{color:#0a7d28}code{background:#f6f6f6;padding:0 .2rem}
 .align span{padding:0 .15rem;border-radius:3px}.sub{background:#ffe0b2}.del{background:#ffcdd2;text-decoration:line-through}
 .ins{background:#c8e6c9}.merge{background:#e1f5fe}audio{height:2rem;vertical-align:middle}
+.tw{overflow-x:auto;max-width:100%}pre{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}
 """
+"""``.tw`` wraps every table: a table wider than the page scrolls inside it, the page never
+scrolls sideways (so do ``pre`` blocks; SVG charts scale down; long words break)."""
 
 
 def esc(value: Any) -> str:
@@ -54,8 +57,9 @@ def page(title: str, body: str) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
-    """An HTML table; the first ``left`` columns are left-aligned. Cells are escaped
-    unless they are :class:`Raw`."""
+    """An HTML table inside a horizontal scroll box (``div.tw``: a wide table scrolls there,
+    not the page); the first ``left`` columns are left-aligned. Cells are escaped unless they
+    are :class:`Raw`."""
     head = "".join(
         f"<th class='{'l' if i < left else ''}'>{esc(h)}</th>" for i, h in enumerate(headers)
     )
@@ -66,7 +70,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) 
             text = c.html if isinstance(c, Raw) else esc(fmt(c))
             cells.append(f"<td class='{'l' if i < left else ''}'>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f"<div class='tw'><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 class Raw:
@@ -106,7 +113,8 @@ def bar_chart(
         return left + plot_w * max(0.0, v) / vmax
 
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' font-size='11'>"
     ]
     if title:
         parts.append(f"<text x='{left}' y='16' font-weight='bold'>{esc(title)}</text>")
@@ -181,7 +189,8 @@ def timeline_svg(
         return left + plot_w * max(0.0, min(t, span)) / span
 
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' font-size='11'>"
     ]
     if title:
         parts.append(f"<text x='{left}' y='15' font-weight='bold'>{esc(title)}</text>")

@@ -160,6 +160,22 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
         "bystander_false_response_per_hour",
         "per_hour:bystander_false_response_rate",  # k / hours of the run's sessions
     ),
+    # the other named event rates per hour (report.PER_HOUR_RATES), by the same rule
+    "false_takeover_per_hour": ("false_takeover_per_hour", "per_hour:premature_takeover_rate"),
+    "talk_over_per_hour": ("talk_over_per_hour", "per_hour:talk_over_rate"),
+    "missed_interruption_per_hour": (
+        "missed_interruption_per_hour",
+        "per_hour:missed_interruption_rate",
+    ),
+    "false_interruption_per_hour": ("false_interruption_per_hour", "per_hour:false_yield_rate"),
+    "false_silence_per_hour": ("false_silence_per_hour", "per_hour:false_silence_rate"),
+    "ambient_false_activation_per_hour": (
+        "ambient_false_activation_per_hour",
+        "per_hour:ambient_false_activation_rate",
+    ),
+    # bundle runs: cases of recovery.py pooled in overall.rates (k / n, Wilson interval)
+    "recovery_accuracy": ("recovery_accuracy", "recovery_accuracy_rate"),
+    "history_consistency": ("history_consistency", "history_consistency_rate"),
     "grounded_completion": ("grounded_completion", "goal_completion"),
     "duplicate_side_effects": ("duplicate_side_effects",),
     "stale_deliveries": ("stale_deliveries",),

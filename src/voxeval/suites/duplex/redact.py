@@ -10,26 +10,50 @@
 - the **event ledger**, with transcripts (string values under ``text``, ``transcript`` or
   ``delta`` in an event's ``data``) replaced by word-length masks (``"move it to Tuesday"``
   -> ``"**** ** ** *******"``; punctuation and spaces kept), or dropped, or kept as they are
-  (``transcripts``: ``mask`` default, ``drop``, ``keep``);
-- ``scenario.yaml``, ``tool-audit.json`` and ``final-state.json`` as they are (the business
-  truth the task checks need; they may hold personal data of their own, which this step does
-  not touch);
+  (``transcripts``: ``mask`` default, ``drop``, ``keep``); the scenario's scripted user text
+  (``segments[].say``) gets the same word-length mask unless transcripts are kept;
+- ``scenario.yaml``, ``tool-audit.json`` and ``final-state.json``, the business truth the task
+  checks need, with **personal data masked** (``personal_data``: ``mask`` default, ``keep``).
+
+Personal data (``PersonalDataMasker``, rule version ``PERSONAL_DATA_RULE_VERSION``) is looked
+for in the business values only: ``final-state.json`` (all but ``_meta``), the ``arguments``,
+``result``, ``error`` and ``meta`` of each call in ``tool-audit.json``, the payload of the
+ledger's ``tool.*`` events (``TOOL_PAYLOAD_KEYS``), ``task.state`` ``data.fields``,
+``session.*`` ``data.state`` snapshots, and in ``scenario.yaml`` the ``initial_state``, the
+``business_truth.expected_final_state``, the tools' canned ``results`` and the free text
+(``description``, segment ``notes``, tool ``description``). Values of keys that name personal
+data (``key_class``: name, e-mail, phone, address, contact, birth date, card / IBAN / account
+numbers, customer / passenger / ...; transcript keys too) and strings that are or contain an
+e-mail address, IBAN or long digit run become ``<label:hex>`` tokens that keep equality, so
+the task checks score the redacted copy exactly as the original; ids, statuses, versions,
+dates, amounts and idempotency keys are left alone. The HMAC key behind the tokens is random
+per redaction and never written (``personal_data_key`` supplies one, e.g. to link the tokens of
+several bundles). A business file that cannot be parsed cannot be checked: it is not copied.
 
 and drops ``input.wav``, ``output.wav`` and ``mixed.wav``. The manifest is rewritten: its file
 list hashes the new files, and ``privacy`` records ``redacted: true``, ``retention_days`` and
 ``purpose``. ``features.json`` says what was dropped (each file's sha256 and size, so a kept
-copy elsewhere can be matched), when, with which detector, and the evidence level the bundle
-had before (``redaction.source_level``). The scorer reads the segments from ``features.json``;
-the evidence level of the redacted bundle is derived from what it still holds (raw audio
-dropped means no capture to check, so at most L2 unless production shadow traffic), and its
-reasons say that the raw audio was dropped.
+copy elsewhere can be matched), when, with which detector, the evidence level the bundle had
+before (``redaction.source_level``) and which fields of which files had personal data masked
+by which rule version (``redaction.personal_data``). The scorer reads the segments from
+``features.json``. The evidence level of the redacted bundle (``schema.assess_evidence``) is
+the level its original evidence supported: the capture behind an L3/L4 claim is accounted for
+by the redaction record (hashes of the dropped audio), never more than ``source_level``; a
+missing or inconsistent record leaves the claim without audio (a provenance contradiction).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
+import hmac
 import json
 import re
+import secrets
 import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,8 +62,12 @@ from voxeval.core.runstore import utc_now
 __all__ = [
     "ENVELOPE_FLOOR_DB",
     "ENVELOPE_HOP_MS",
+    "PERSONAL_DATA_RULE_VERSION",
     "REDACTION_VERSION",
     "TEXT_KEYS",
+    "TOOL_PAYLOAD_KEYS",
+    "PersonalDataMasker",
+    "key_class",
     "loudness_envelope",
     "mask_text",
     "redact_bundle",
@@ -52,7 +80,21 @@ TEXT_KEYS = ("text", "transcript", "delta")
 """Keys of an event's ``data`` (at any depth) whose string values are transcripts."""
 KEPT_FILES = ("events.jsonl", "scenario.yaml", "tool-audit.json", "final-state.json")
 DROPPED_FILES = ("input.wav", "output.wav", "mixed.wav")
+TOOL_PAYLOAD_KEYS = (
+    "arguments",
+    "args",
+    "parameters",
+    "input",
+    "result",
+    "results",
+    "output",
+    "response",
+    "error",
+)
+"""Keys of a ``tool.*`` event's ``data`` that hold business values (the rest are ids, the
+tool's name and flags)."""
 Transcripts = Literal["mask", "drop", "keep"]
+PersonalData = Literal["mask", "keep"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -68,7 +110,7 @@ def _scrub(value: Any, how: Transcripts) -> tuple[Any, int]:
         out: dict[str, Any] = {}
         n = 0
         for k, v in value.items():
-            if k in TEXT_KEYS and isinstance(v, str):
+            if k in TEXT_KEYS and isinstance(v, str) and not TOKEN_RE.fullmatch(v):
                 n += 1
                 if how == "drop":
                     continue
@@ -81,6 +123,415 @@ def _scrub(value: Any, how: Transcripts) -> tuple[Any, int]:
         items = [_scrub(v, how) for v in value]
         return [v for v, _ in items], sum(m for _, m in items)
     return value, 0
+
+
+# --------------------------------------------------------------------------- personal data
+
+PERSONAL_DATA_RULE_VERSION = 1
+"""Version of the personal-data rule below (key vocabulary, value patterns, token format)."""
+
+PERSONAL_WORDS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "name",
+            "names",
+            "firstname",
+            "lastname",
+            "surname",
+            "fullname",
+            "givenname",
+            "familyname",
+            "middlename",
+            "nickname",
+            "username",
+        ),
+        "name",
+    ),
+    **dict.fromkeys(("email", "emails", "mail", "mailbox"), "email"),
+    **dict.fromkeys(
+        ("phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "fax", "msisdn"),
+        "phone",
+    ),
+    **dict.fromkeys(("address", "addresses", "street", "postcode", "zipcode", "zip"), "address"),
+    **dict.fromkeys(("contact", "contacts"), "contact"),
+    **dict.fromkeys(("dob", "birth", "birthday", "birthdate"), "dob"),
+    **dict.fromkeys(("card", "pan", "cvv", "cvc"), "card"),
+    **dict.fromkeys(("iban", "account"), "account"),
+    **dict.fromkeys(("ssn", "passport", "nin"), "id_number"),
+    **dict.fromkeys(
+        (
+            "customer",
+            "passenger",
+            "patient",
+            "guest",
+            "recipient",
+            "caller",
+            "holder",
+            "person",
+            "attendee",
+        ),
+        "person",
+    ),
+    **dict.fromkeys(TEXT_KEYS, "text"),
+}
+"""A key naming personal data contains one of these words (label of its tokens). Transcript
+keys (``TEXT_KEYS``) count too: inside business data they are free text of the customer."""
+
+PROTECTED_WORDS = frozenset(
+    (
+        "id",
+        "ids",
+        "uuid",
+        "guid",
+        "key",
+        "keys",
+        "status",
+        "version",
+        "versions",
+        "type",
+        "kind",
+        "action",
+        "date",
+        "dates",
+        "time",
+        "times",
+        "timestamp",
+        "at",
+        "ns",
+        "ms",
+        "amount",
+        "price",
+        "cost",
+        "total",
+        "currency",
+        "count",
+        "quantity",
+        "qty",
+        "number",
+        "no",
+        "num",
+        "ref",
+        "reference",
+        "code",
+        "seq",
+        "index",
+    )
+)
+"""A key whose last word is one of these (``booking_id``, ``status``, ``final_date``,
+``amount``, ``task_version``, ``idempotency_key``) holds business values that the task checks
+compare with business truth: never masked by key or pattern (only when the very value was
+masked elsewhere, see ``mask_business_value``)."""
+
+PERSONAL_COMPOUNDS: dict[str, dict[str, str]] = {
+    tail: {
+        **dict.fromkeys(("phone", "mobile", "cell", "telephone", "tel", "fax", "contact"), "phone"),
+        **dict.fromkeys(("card", "credit", "debit"), "card"),
+        **dict.fromkeys(("account", "bank", "routing"), "account"),
+        **dict.fromkeys(("passport", "license", "licence", "security", "id"), "id_number"),
+        "house": "address",
+    }
+    for tail in ("number", "no", "num")
+}
+PERSONAL_COMPOUNDS["code"] = {
+    "postal": "address",
+    "zip": "address",
+    "post": "address",
+    "sort": "account",
+}
+PERSONAL_COMPOUNDS["id"] = dict.fromkeys(
+    ("national", "tax", "personal", "citizen", "voter"), "id_number"
+)
+PERSONAL_COMPOUNDS["date"] = {"birth": "dob"}
+"""Keys that end in a protected word but name personal data (``phone_number``,
+``card_number``, ``account_no``, ``postal_code``, ``national_id``, ``birth_date``): tail ->
+the word before it -> label."""
+
+TOKEN_RE = re.compile(r"<[a-z_]+:[0-9a-f]{10,64}>")
+"""A placeholder written by the masking (``<email:3f2a9c81d0>``); never masked again."""
+_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}(?![\w-])")
+_IBAN = re.compile(r"(?<!\w)[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?!\w)")
+_DIGIT_RUN = re.compile(r"(?<![\w+])\+?\d(?:[ .()-]{0,2}\d){6,}(?!\w|[.-]\w)")
+_DATE_LIKE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|(?<!\d)\d{1,2}[./-]\d{1,2}[./-]\d{2,4}(?!\d)"
+)
+"""ISO dates and datetimes, ``10.08.2026`` and ``10/08/2026``: never taken for digit runs."""
+_DECIMAL = re.compile(r"\d+\.\d{1,3}")
+"""A number with decimals (``1234567.50``) is an amount, not a digit run."""
+MIN_DIGITS = 7
+"""A run of this many digits (spaces, dots, dashes and brackets between them allowed) is a
+phone number (up to 15 digits) or an account / card number (more)."""
+
+
+def _key_words(key: str) -> list[str]:
+    """``"contactPhone2"`` -> ``["contact", "phone"]``: camel case and separators split, case
+    folded, a trailing number dropped."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key))
+    words = [w for w in re.split(r"[^0-9a-z]+", text.casefold()) if w]
+    if words:
+        words[-1] = words[-1].rstrip("0123456789") or words[-1]
+    while len(words) > 1 and words[-1].isdigit():
+        words.pop()
+    return words
+
+
+def key_class(key: str) -> tuple[Literal["personal", "protected", "plain"], str | None]:
+    """Whether a key names personal data (with the token label), protected business values,
+    or neither. Compounds (``phone_number``) first, then a protected last word (``booking_id``)
+    or an ``idempotency`` key, then any personal word (``customer_email``)."""
+    words = _key_words(key)
+    if not words:
+        return "plain", None
+    if len(words) >= 2:
+        label = PERSONAL_COMPOUNDS.get(words[-1], {}).get(words[-2])
+        if label is not None:
+            return "personal", label
+    if words[-1] in PROTECTED_WORDS or "idempotency" in words:
+        return "protected", None
+    for w in reversed(words):
+        if w in PERSONAL_WORDS:
+            return "personal", PERSONAL_WORDS[w]
+    return "plain", None
+
+
+def _split_keep(text: str, pattern: re.Pattern[str]) -> list[tuple[bool, str]]:
+    """``text`` cut into (matched, part) pieces by ``pattern``."""
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in pattern.finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group(0)))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
+    return out
+
+
+def _pattern_matches(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, label) of e-mail addresses, IBANs and long digit runs in ``text``, left to
+    right without overlaps; tokens and date-like spans are skipped."""
+    found: list[tuple[int, int, str]] = []
+    pos = 0
+    for is_token, part in _split_keep(text, TOKEN_RE):
+        if not is_token:
+            sub = 0
+            for is_date, piece in _split_keep(part, _DATE_LIKE):
+                if not is_date:
+                    base = pos + sub
+                    spans: list[tuple[int, int, str]] = []
+                    for m in _EMAIL.finditer(piece):
+                        spans.append((base + m.start(), base + m.end(), "email"))
+                    for m in _IBAN.finditer(piece):
+                        spans.append((base + m.start(), base + m.end(), "iban"))
+                    for m in _DIGIT_RUN.finditer(piece):
+                        digits = sum(c.isdigit() for c in m.group(0))
+                        if digits >= MIN_DIGITS and not _DECIMAL.fullmatch(m.group(0)):
+                            label = "phone" if digits <= 15 else "number"
+                            spans.append((base + m.start(), base + m.end(), label))
+                    spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
+                    end = -1
+                    for s in spans:
+                        if s[0] >= end:
+                            found.append(s)
+                            end = s[1]
+                sub += len(piece)
+        pos += len(part)
+    return found
+
+
+def _norm(value: Any) -> str | None:
+    """The canonical form the task checks compare (``task.normalize_value``) of a maskable
+    scalar, or None for what is never masked (booleans, None, empty text, containers,
+    tokens)."""
+    from voxeval.suites.duplex.task import normalize_value
+
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if not value.strip() or TOKEN_RE.fullmatch(value.strip()):
+            return None
+    elif not isinstance(value, int | float | dt.date):
+        return None
+    norm = normalize_value(value)
+    return norm if isinstance(norm, str) and norm else None
+
+
+Rule = Literal["key", "pattern", "value", "text"]
+
+
+@dataclass
+class PersonalDataMasker:
+    """Replaces personal data in business values by placeholders that keep equality.
+
+    Two passes over every business value of a bundle: ``collect`` finds what is personal,
+    ``mask`` writes the copy. A scalar is personal when its key (or a key above it) names
+    personal data (``key_class``), or it is a string that is, or contains, an e-mail address,
+    an IBAN or a run of ``MIN_DIGITS`` or more digits (not a date). Each personal value is
+    replaced by ``<label:hex>``, ``hex`` the first 10 hex digits (more on a collision) of
+    HMAC-SHA256(``key``, its ``task.normalize_value`` form). The token depends only on that
+    form, so two values the task checks call equal get one token and unequal values get
+    different tokens; and once a value is personal anywhere in the bundle, every equal value
+    in any business field is masked too (whole values; inside free text, names and other
+    masked values of three or more characters are replaced where they stand), so no
+    comparison between two fields changes. Protected keys (ids, statuses, versions, dates,
+    amounts, idempotency keys) are never masked by key or pattern.
+    """
+
+    key: bytes
+    labels: dict[str, str] = field(default_factory=dict)
+    """normalized value -> label of its token, from ``collect`` (first seen wins)."""
+    tokens: dict[str, str] = field(default_factory=dict)
+    masked: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(file, field path, rule) -> values masked there."""
+    _inline: re.Pattern[str] | None = None
+    _frozen: bool = False
+
+    # ---- pass 1
+
+    def collect(self, value: Any, personal: str | None = None, protected: bool = False) -> None:
+        if self._frozen:
+            raise RuntimeError("collect() after mask(): every value must be collected first")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                p, prot = self._child(k, personal)
+                self.collect(v, p, prot)
+        elif isinstance(value, list):
+            for v in value:
+                self.collect(v, personal, protected)
+        else:
+            norm = _norm(value)
+            if norm is None:
+                return
+            if personal is not None:
+                self.labels.setdefault(norm, personal)
+            elif isinstance(value, str) and not protected:
+                for start, end, label in _pattern_matches(value):
+                    n = _norm(value[start:end])
+                    if n is not None:
+                        self.labels.setdefault(n, label)
+
+    # ---- pass 2
+
+    def mask(
+        self,
+        value: Any,
+        file: str,
+        path: str = "",
+        personal: str | None = None,
+        protected: bool = False,
+    ) -> Any:
+        """The masked copy of ``value`` (found at ``path`` of ``file``, for the record)."""
+        self._freeze()
+        if isinstance(value, dict):
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                p, prot = self._child(k, personal)
+                out[k] = self.mask(v, file, f"{path}.{k}" if path else str(k), p, prot)
+            return out
+        if isinstance(value, list):
+            return [self.mask(v, file, f"{path}[]", personal, protected) for v in value]
+        norm = _norm(value)
+        if norm is None:
+            return value
+        if norm in self.labels:
+            rule: Rule = "key" if personal is not None else "value"
+            if rule == "value" and isinstance(value, str):
+                whole = _pattern_matches(value)
+                if len(whole) == 1 and whole[0][:2] == (0, len(value)):
+                    rule = "pattern"
+            self.masked[(file, path, rule)] += 1
+            return self.token(norm)
+        if not isinstance(value, str) or protected:
+            return value
+        text, rules = self.mask_free_text(value)
+        for r in rules:
+            self.masked[(file, path, r)] += 1
+        return text
+
+    def mask_free_text(self, text: str) -> tuple[str, list[Rule]]:
+        """Free text with e-mail addresses, IBANs, digit runs and masked values of three or
+        more characters replaced by their tokens; and which rules fired."""
+        self._freeze()
+        rules: list[Rule] = []
+        pieces: list[str] = []
+        pos = 0
+        for start, end, _ in _pattern_matches(text):
+            n = _norm(text[start:end])
+            if n is None or n not in self.labels:
+                continue
+            pieces += [text[pos:start], self.token(n)]
+            pos = end
+            rules.append("pattern")
+        pieces.append(text[pos:])
+        out = "".join(pieces)
+        if self._inline is not None:
+            parts = []
+            for is_token, part in _split_keep(out, TOKEN_RE):
+                if not is_token:
+                    part, n_sub = self._inline.subn(self._inline_token, part)
+                    rules += ["text"] * n_sub
+                parts.append(part)
+            out = "".join(parts)
+        return out, rules
+
+    def token(self, norm: str) -> str:
+        """The placeholder of a normalized value (assigned once per masker)."""
+        tok = self.tokens.get(norm)
+        if tok is None:
+            label = self.labels.get(norm, "personal")
+            digest = hmac.new(self.key, norm.encode("utf-8"), hashlib.sha256).hexdigest()
+            used = set(self.tokens.values())
+            n = 10
+            tok = f"<{label}:{digest[:n]}>"
+            while tok in used:
+                n += 6
+                tok = f"<{label}:{digest[:n]}>"
+            self.tokens[norm] = tok
+        return tok
+
+    def record(self) -> dict[str, Any]:
+        """What was masked where: per file, each field path with its rule and count."""
+        files: dict[str, list[dict[str, Any]]] = {}
+        for (file, path, rule), n in sorted(self.masked.items()):
+            files.setdefault(file, []).append({"field": path, "rule": rule, "values": n})
+        return {
+            "rule_version": PERSONAL_DATA_RULE_VERSION,
+            "distinct_values": len(self.tokens),
+            "files": files,
+        }
+
+    # ---- helpers
+
+    @staticmethod
+    def _child(key: Any, personal: str | None) -> tuple[str | None, bool]:
+        cls, label = key_class(str(key))
+        if cls == "personal":
+            return label, False
+        if cls == "protected":
+            return None, True
+        return personal, False
+
+    def _freeze(self) -> None:
+        if self._frozen:
+            return
+        self._frozen = True
+        inline = sorted(
+            (
+                n
+                for n in self.labels
+                if len(n) >= 3
+                and (any(c.isalpha() for c in n) or sum(c.isdigit() for c in n) >= MIN_DIGITS)
+            ),
+            key=lambda n: (-len(n), n),
+        )
+        if inline:
+            alt = "|".join(re.escape(n) for n in inline)
+            self._inline = re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
+
+    def _inline_token(self, m: re.Match[str]) -> str:
+        n = _norm(m.group(0))
+        return self.token(n) if n is not None and n in self.labels else m.group(0)
 
 
 def loudness_envelope(samples: Any, sr: int, hop_ms: int = ENVELOPE_HOP_MS) -> list[float]:
@@ -104,23 +555,54 @@ def loudness_envelope(samples: Any, sr: int, hop_ms: int = ENVELOPE_HOP_MS) -> l
     return [round(float(v), 1) for v in db]
 
 
-def _redact_ledger(src: Path, dst: Path, how: Transcripts) -> dict[str, int]:
-    """Copy the ledger line by line, masking transcripts; lines that are not JSON objects are
-    dropped (they cannot be checked for transcripts) and counted."""
-    counts = {"lines": 0, "changed_values": 0, "dropped_lines": 0}
-    with open(src, "rb") as fin, open(dst, "w", encoding="utf-8") as fout:
+def _ledger_objects(src: Path) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
+    """Each non-blank line of the ledger with its JSON object (None: not a JSON object)."""
+    with open(src, "rb") as fin:
         for raw in fin:
             if not raw.strip():
                 continue
-            counts["lines"] += 1
             try:
                 obj = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
+                yield raw, None
+                continue
+            yield raw, obj if isinstance(obj, dict) else None
+
+
+def _event_scopes(obj: dict[str, Any]) -> list[str]:
+    """Keys of the event's ``data`` that hold business values (see the module docstring)."""
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        return []
+    et = str(obj.get("event_type") or "")
+    if et.startswith("tool."):
+        keys: tuple[str, ...] = TOOL_PAYLOAD_KEYS
+    elif et == "task.state":
+        keys = ("fields",)
+    elif et.startswith("session."):
+        keys = ("state",)
+    else:
+        return []
+    return [k for k in keys if k in data]
+
+
+def _redact_ledger(
+    src: Path, dst: Path, how: Transcripts, masker: PersonalDataMasker | None = None
+) -> dict[str, int]:
+    """Copy the ledger line by line, masking personal data in business values (``masker``,
+    after its ``collect`` pass) and transcripts; lines that are not JSON objects are dropped
+    (they cannot be checked) and counted."""
+    counts = {"lines": 0, "changed_values": 0, "dropped_lines": 0}
+    with open(dst, "w", encoding="utf-8") as fout:
+        for _, obj in _ledger_objects(src):
+            counts["lines"] += 1
+            if obj is None:
                 counts["dropped_lines"] += 1
                 continue
-            if not isinstance(obj, dict):
-                counts["dropped_lines"] += 1
-                continue
+            if masker is not None:
+                et = str(obj.get("event_type") or "")
+                for k in _event_scopes(obj):
+                    obj["data"][k] = masker.mask(obj["data"][k], "events.jsonl", f"{et} data.{k}")
             if how != "keep" and isinstance(obj.get("data"), dict):
                 obj["data"], n = _scrub(obj["data"], how)
                 if n:
@@ -130,6 +612,153 @@ def _redact_ledger(src: Path, dst: Path, how: Transcripts) -> dict[str, int]:
     return counts
 
 
+def _scenario_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Any], None]]]:
+    """(field path, value, setter) of every business value and free text of a scenario."""
+
+    def setter(container: dict[str, Any], key: str) -> Callable[[Any], None]:
+        def put(value: Any) -> None:
+            container[key] = value
+
+        return put
+
+    if isinstance(doc.get("description"), str):
+        yield "description", doc["description"], setter(doc, "description")
+    for seg in doc.get("segments") or []:
+        if isinstance(seg, dict) and isinstance(seg.get("notes"), str):
+            yield "segments[].notes", seg["notes"], setter(seg, "notes")
+    if "initial_state" in doc:
+        yield "initial_state", doc["initial_state"], setter(doc, "initial_state")
+    truth = doc.get("business_truth")
+    if isinstance(truth, dict) and "expected_final_state" in truth:
+        path = "business_truth.expected_final_state"
+        yield path, truth["expected_final_state"], setter(truth, "expected_final_state")
+    for tool in doc.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if isinstance(tool.get("description"), str):
+            yield "tools[].description", tool["description"], setter(tool, "description")
+        for res in tool.get("results") or []:
+            if isinstance(res, dict):
+                for key in ("match", "result", "error"):
+                    if key in res:
+                        yield f"tools[].results[].{key}", res[key], setter(res, key)
+
+
+def _tool_audit_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Any], None]]]:
+    for call in doc.get("calls") or []:
+        if isinstance(call, dict):
+            for key in ("arguments", "result", "error", "meta"):
+                if key in call:
+
+                    def put(value: Any, call: dict[str, Any] = call, key: str = key) -> None:
+                        call[key] = value
+
+                    yield f"calls[].{key}", call[key], put
+
+
+def _final_state_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Any], None]]]:
+    from voxeval.suites.duplex.task import META_KEY
+
+    state = {k: v for k, v in doc.items() if k != META_KEY}
+
+    def put(value: Any) -> None:
+        meta = doc.get(META_KEY)
+        doc.clear()
+        doc.update(value)
+        if meta is not None:
+            doc[META_KEY] = meta
+
+    yield "", state, put
+
+
+_BUSINESS_FILES: dict[str, Callable[[dict[str, Any]], Iterator[tuple[str, Any, Any]]]] = {
+    "scenario.yaml": _scenario_values,
+    "final-state.json": _final_state_values,
+    "tool-audit.json": _tool_audit_values,
+}
+
+
+def _read_business(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The parsed document, or None with the reason it cannot be checked."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc = yaml.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        return None, f"cannot be parsed ({type(exc).__name__}): not checked for personal data"
+    if not isinstance(doc, dict):
+        return None, "not a mapping: not checked for personal data"
+    return doc, None
+
+
+def _copy_business_files(
+    src: Path,
+    dst: Path,
+    masker: PersonalDataMasker | None,
+    transcripts: Transcripts,
+    ledger: bool,
+) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Copy scenario.yaml, final-state.json and tool-audit.json into ``dst`` with personal
+    data masked (both masker passes run here, the ledger's included: every value must be
+    collected before the first is masked) and the scenario's ``say`` texts masked like
+    transcripts, and the ledger when ``ledger``. Returns the ledger counts, the number of
+    ``say`` texts masked and the files not copied with why. A file without changes is copied
+    byte for byte."""
+    import yaml
+
+    docs: dict[str, dict[str, Any]] = {}
+    not_copied: dict[str, str] = {}
+    said = 0
+    for name in _BUSINESS_FILES:
+        if not (src / name).is_file():
+            continue
+        if masker is None and not (name == "scenario.yaml" and transcripts != "keep"):
+            shutil.copyfile(src / name, dst / name)
+            continue
+        doc, why = _read_business(src / name)
+        if doc is None:
+            if masker is None:
+                shutil.copyfile(src / name, dst / name)
+            else:
+                not_copied[name] = str(why)
+            continue
+        docs[name] = doc
+    if masker is not None:
+        for name, doc in docs.items():
+            for _, value, _ in _BUSINESS_FILES[name](doc):
+                masker.collect(value)
+        if ledger:
+            for _, obj in _ledger_objects(src / "events.jsonl"):
+                if obj is not None:
+                    for k in _event_scopes(obj):
+                        masker.collect(obj["data"][k])
+    for name, doc in docs.items():
+        before = json.dumps(doc, sort_keys=True, default=str)
+        if masker is not None:
+            for path, value, put in list(_BUSINESS_FILES[name](doc)):
+                put(masker.mask(value, name, path))
+        if name == "scenario.yaml" and transcripts != "keep":
+            n = 0
+            for seg in doc.get("segments") or []:
+                if isinstance(seg, dict) and isinstance(seg.get("say"), str):
+                    seg["say"] = mask_text(seg["say"])
+                    n += 1
+            said += n
+        if json.dumps(doc, sort_keys=True, default=str) == before:
+            shutil.copyfile(src / name, dst / name)
+        elif name.endswith(".yaml"):
+            (dst / name).write_text(
+                yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
+        else:
+            (dst / name).write_text(json.dumps(doc, ensure_ascii=False) + "\n", encoding="utf-8")
+    counts: dict[str, Any] = {}
+    if ledger:
+        counts = _redact_ledger(src / "events.jsonl", dst / "events.jsonl", transcripts, masker)
+    return counts, said, not_copied
+
+
 def redact_bundle(
     src: str | Path,
     dst: str | Path,
@@ -137,10 +766,15 @@ def redact_bundle(
     retention_days: int | None = None,
     purpose: str = "evaluation",
     transcripts: Transcripts = "mask",
+    personal_data: PersonalData = "mask",
+    personal_data_key: bytes | None = None,
     detector: str = "silero",
 ) -> dict[str, Any]:
     """Write the redacted copy of bundle ``src`` into ``dst`` (created; must not exist or be
     empty) and return its ``features.json`` ``redaction`` block.
+
+    ``personal_data_key``: the HMAC key of the personal-data tokens (default: 32 random
+    bytes, used for this bundle only and never written anywhere).
 
     Raises ``bundle.BundleError`` when ``src`` has no valid manifest or no audio to derive
     features from; ``dst`` is then removed, so no partial copy is left.
@@ -151,6 +785,8 @@ def redact_bundle(
 
     if transcripts not in ("mask", "drop", "keep"):
         raise ValueError(f"transcripts must be mask, drop or keep, not {transcripts!r}")
+    if personal_data not in ("mask", "keep"):
+        raise ValueError(f"personal_data must be mask or keep, not {personal_data!r}")
     if retention_days is not None and retention_days < 0:
         raise ValueError("retention_days must be >= 0")
     src, dst = Path(src), Path(dst)
@@ -182,12 +818,36 @@ def redact_bundle(
                 ],
                 "transcripts": transcripts,
             }
-        if (src / "events.jsonl").is_file():
-            red["ledger"] = _redact_ledger(src / "events.jsonl", dst / "events.jsonl", transcripts)
-        for name in KEPT_FILES[1:]:
-            if (src / name).is_file():
-                shutil.copyfile(src / name, dst / name)
+        masker = (
+            PersonalDataMasker(personal_data_key or secrets.token_bytes(32))
+            if personal_data == "mask"
+            else None
+        )
+        ledger, said, not_copied = _copy_business_files(
+            src, dst, masker, transcripts, (src / "events.jsonl").is_file()
+        )
+        if ledger:
+            red["ledger"] = ledger
+        if said:
+            red["scenario_say"] = {"masked": said}
         red["transcripts"] = transcripts if not already else red.get("transcripts", transcripts)
+        pd: dict[str, Any] = {"mode": personal_data}
+        if masker is not None:
+            pd.update(masker.record())
+            pd["key"] = (
+                "supplied by the caller; not stored"
+                if personal_data_key is not None
+                else "random for this redaction; not stored"
+            )
+        if not_copied:
+            pd["not_copied"] = not_copied
+        earlier = red.get("personal_data")
+        if already and isinstance(earlier, dict) and earlier.get("mode") == "mask":
+            if masker is None or not masker.masked:
+                pd = earlier  # nothing new to mask: the first redaction's record stands
+            else:
+                pd["earlier"] = earlier
+        red["personal_data"] = pd
         features["redaction"] = red
         (dst / FEATURES_FILE).write_text(
             json.dumps(features, ensure_ascii=False) + "\n", encoding="utf-8"

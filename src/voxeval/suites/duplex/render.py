@@ -19,6 +19,23 @@ def _ci(lo: Any, hi: Any) -> str:
     return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
+def _rate_note(e: dict[str, Any]) -> str:
+    """The definition cell: the per-hour rate (with the hours it is over) and the count of
+    cases that could not be assessed, when the report gives them, then the definition."""
+    parts = []
+    if "per_hour" in e:
+        hours = float(e.get("hours") or 0.0)
+        parts.append(
+            f"per hour: {fmt(e['per_hour'])} ({e.get('k', 0)} in {hours:.3f} h of session audio)"
+            if e["per_hour"] is not None
+            else f"per hour: – (n = 0; {hours:.3f} h of session audio)"
+        )
+    if "not_assessable" in e:
+        parts.append(f"not assessable: {e['not_assessable']} (counted apart)")
+    parts.append(str(e.get("definition") or ""))
+    return ". ".join(p for p in parts if p)
+
+
 def _rate_rows(overall: dict[str, Any], order: list[str]) -> list[list[Any]]:
     rates = overall.get("rates", {})
     names = [n for n in order if n in rates] + [n for n in rates if n not in order]
@@ -29,7 +46,7 @@ def _rate_rows(overall: dict[str, Any], order: list[str]) -> list[list[Any]]:
             rates[n]["k"],
             rates[n]["n"],
             _ci(rates[n]["ci_low"], rates[n]["ci_high"]),
-            rates[n]["definition"],
+            _rate_note(rates[n]),
         ]
         for n in names
     ]

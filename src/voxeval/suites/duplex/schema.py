@@ -12,9 +12,10 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -162,6 +163,7 @@ KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
         "tool.completed",
         "tool.failed",
         "task.state",
+        "history.updated",
         "session.connected",
         "session.disconnected",
         "session.resumed",
@@ -249,10 +251,34 @@ class Trigger(_Strict):
     """Segment id the event belongs to (its speech, or the response it caused)."""
 
 
+class GenerateKind(StrEnum):
+    """Ambient sounds the renderer synthesizes (``voxeval.suites.duplex.live.render``)."""
+
+    TV = "tv"
+    CHATTER = "chatter"
+    COUGH = "cough"
+    KEYBOARD = "keyboard"
+    MUSIC = "music"
+    HUM = "hum"
+    ECHO = "echo"
+
+
+class Generate(_Strict):
+    """A generated sound: same kind, seed and duration give the same samples."""
+
+    kind: GenerateKind
+    seed: int = Field(default=0, ge=0)
+    duration_ms: int = Field(gt=0, le=600_000)
+    text: str | None = Field(default=None, min_length=1)
+    """tv, chatter, echo: the words spoken (default: built-in lines chosen by seed)."""
+    voice: str | None = Field(default=None, min_length=1)
+    """echo: the agent's voice spec (default piper); tv, chatter: one voice for every talker."""
+
+
 _SEGMENT_JSON_RULES: dict[str, Any] = {
     "allOf": [
         {"oneOf": [{"required": ["at_ms"]}, {"required": ["after"]}]},
-        {"oneOf": [{"required": ["audio"]}, {"required": ["say"]}]},
+        {"oneOf": [{"required": ["audio"]}, {"required": ["say"]}, {"required": ["generate"]}]},
     ],
     "dependentRequired": {
         "say": ["voice"],
@@ -280,6 +306,8 @@ class Segment(_Strict):
     """Text rendered by a synthesizer (XOR audio)."""
     voice: str | None = None
     """Synthesizer voice spec for say: piper, espeak-ng:en-us+f3, ..."""
+    generate: Generate | None = None
+    """A generated ambient sound: tv, chatter, cough, keyboard, music, hum, echo (XOR audio, say)."""
     gain_db: float = 0.0
     at_ms: int | None = Field(default=None, ge=0)
     """Start time on the session clock (XOR after)."""
@@ -301,16 +329,25 @@ class Segment(_Strict):
 def segment_cross_checks(seg: Segment, loc: Loc = ()) -> list[tuple[Loc, str]]:
     """Rules within one segment: one source, one start, voice with say, a sane trim."""
     out: list[tuple[Loc, str]] = []
-    if (seg.audio is None) == (seg.say is None):
-        which = "both audio and say" if seg.audio is not None else "neither audio nor say"
-        out.append(((*loc, "say" if seg.say is not None else "id"), f"{which}: give exactly one"))
+    sources = [k for k in ("audio", "say", "generate") if getattr(seg, k) is not None]
+    if len(sources) != 1:
+        which = (
+            "neither audio nor say nor generate"
+            if not sources
+            else f"both {' and '.join(sources)}"
+            if len(sources) == 2
+            else "audio, say and generate"
+        )
+        key = sources[-1] if sources else "id"
+        out.append(((*loc, key), f"{which}: give exactly one"))
     if seg.say is not None and not seg.voice:
         out.append(((*loc, "say"), "say needs a voice (e.g. voice: piper)"))
     if seg.voice is not None and seg.say is None:
         out.append(((*loc, "voice"), "voice is only used with say"))
-    if seg.say is not None and (seg.start_ms is not None or seg.end_ms is not None):
+    if seg.audio is None and (seg.start_ms is not None or seg.end_ms is not None):
         key = "start_ms" if seg.start_ms is not None else "end_ms"
-        out.append(((*loc, key), "start_ms/end_ms trim audio; they do not apply to say"))
+        what = "say" if seg.say is not None else "generate" if seg.generate else "this segment"
+        out.append(((*loc, key), f"start_ms/end_ms trim audio; they do not apply to {what}"))
     if seg.start_ms is not None and seg.end_ms is not None and seg.end_ms <= seg.start_ms:
         out.append(((*loc, "end_ms"), f"end_ms {seg.end_ms} must be after start_ms {seg.start_ms}"))
     if (seg.at_ms is None) == (seg.after is None):
@@ -435,6 +472,14 @@ class Scenario(_Strict):
     business_truth: BusinessTruth = Field(default_factory=lambda: BusinessTruth())
     tools: list[Tool] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
+    initial_state: dict[str, Any] = Field(default_factory=dict)
+    """The business state the agent starts from (e.g. ``appointments``, ``availability``);
+    agents with their own backend seed it, dates as ISO strings like the business truth."""
+
+    @field_validator("initial_state", mode="before")
+    @classmethod
+    def _initial_dates_as_text(cls, value: Any) -> Any:
+        return _iso_dates(value)
 
     @field_validator("schema_version")
     @classmethod
@@ -748,19 +793,114 @@ SELF_DECLARED_LEVEL_KEYS = ("evidence_level", "evidence", "level")
 EvidenceLevel = Literal["L1", "L2", "L3", "L4"]
 EVIDENCE_LEVELS: tuple[EvidenceLevel, ...] = ("L1", "L2", "L3", "L4")
 _AUDIO = ("input.wav", "output.wav", "mixed.wav")
+FEATURES_FILE = "features.json"
+"""Derived audio features that a redacted bundle keeps instead of its raw audio."""
+REDACTED_REASON = "redacted (features from raw audio; raw audio dropped)"
+"""How reasons and the validator name a bundle whose raw audio voxeval's redaction dropped."""
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass
 class EvidenceAssessment:
-    """The derived level, why, and which manifest fields contradict each other."""
+    """The derived level, why, and which manifest fields contradict each other.
+
+    ``notes``: located findings that are not contradictions (the validator shows them as
+    warnings): a redacted bundle whose capture claim rests on the redaction record.
+    ``redaction``: the check of a declared redaction (None: the bundle declares none).
+    """
 
     level: EvidenceLevel
     reasons: list[str]
     contradictions: list[tuple[Loc, str]]
+    notes: list[tuple[Loc, str]] = field(default_factory=list)
+    redaction: RedactionCheck | None = None
+
+
+@dataclass(frozen=True)
+class RedactionCheck:
+    """Whether a bundle that declares ``privacy.redacted`` holds a consistent record of
+    voxeval's redaction (``redact.redact_bundle``) in ``features.json``: its segments, a known
+    redaction version, every dropped audio file with sha256 and size (and no longer listed
+    in the manifest), and the level the bundle had before (``source_level``).
+    ``problem`` says what is missing or inconsistent (None when consistent)."""
+
+    problem: str | None
+    dropped: tuple[str, ...] = ()
+    source_level: EvidenceLevel | None = None
+    at: str | None = None
+
+    @property
+    def consistent(self) -> bool:
+        return self.problem is None
+
+
+def read_features(bundle_dir: Path) -> dict[str, Any] | None:
+    """``features.json`` of a bundle folder, or None when absent or not a JSON object."""
+    try:
+        data = json.loads((bundle_dir / FEATURES_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def check_redaction(
+    manifest: BundleManifest, features: Any, listed: Iterable[str] | None = None
+) -> RedactionCheck:
+    """Check the redaction record of a bundle (see ``RedactionCheck``). ``features`` is the
+    content of ``features.json`` (None: not available); ``listed`` the bundle files that
+    count (default: the manifest's file list)."""
+    from voxeval.suites.duplex.redact import REDACTION_VERSION
+
+    files = set(listed) if listed is not None else {f.path for f in manifest.files}
+    if FEATURES_FILE not in files:
+        return RedactionCheck(f"{FEATURES_FILE} is not among the bundle's verified files")
+    if not isinstance(features, dict):
+        return RedactionCheck(f"{FEATURES_FILE} could not be read")
+    segs = features.get("segments")
+    if not isinstance(segs, dict) or not all(
+        isinstance(segs.get(side), list) for side in ("user", "agent")
+    ):
+        return RedactionCheck(f"{FEATURES_FILE} holds no segments")
+    red = features.get("redaction")
+    if not isinstance(red, dict):
+        return RedactionCheck(f"{FEATURES_FILE} has no redaction block")
+    version = red.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        return RedactionCheck("the redaction block has no version")
+    if not 1 <= version <= REDACTION_VERSION:
+        return RedactionCheck(f"redaction version {version} is not one voxeval writes")
+    level = red.get("source_level")
+    if level not in EVIDENCE_LEVELS:
+        return RedactionCheck("the redaction block records no source_level (L1..L4)")
+    dropped = red.get("dropped")
+    if not isinstance(dropped, list) or not dropped:
+        return RedactionCheck("the redaction block records no dropped audio")
+    paths: list[str] = []
+    for i, entry in enumerate(dropped):
+        ok = (
+            isinstance(entry, dict)
+            and entry.get("path") in _AUDIO
+            and isinstance(entry.get("sha256"), str)
+            and bool(_SHA256.match(entry["sha256"]))
+            and isinstance(entry.get("bytes"), int)
+            and entry["bytes"] >= 0
+        )
+        if not ok:
+            return RedactionCheck(
+                f"dropped entry {i} is not an audio file with its sha256 and bytes"
+            )
+        if entry["path"] in paths:
+            return RedactionCheck(f"{entry['path']} is recorded as dropped twice")
+        paths.append(str(entry["path"]))
+    still = sorted(set(paths) & {f.path for f in manifest.files})
+    if still:
+        return RedactionCheck(f"{', '.join(still)} recorded as dropped but still listed")
+    at = red.get("at")
+    return RedactionCheck(None, tuple(paths), level, str(at) if at else None)
 
 
 def derive_evidence_level(
-    manifest: BundleManifest, bundle_dir: Path | None = None
+    manifest: BundleManifest, bundle_dir: Path | None = None, *, features: Any = None
 ) -> tuple[EvidenceLevel, list[str]]:
     """The evidence level a bundle supports (DESIGN.md), with the reasons.
 
@@ -769,13 +909,24 @@ def derive_evidence_level(
     acoustic events from that capture. L4: L3 on a named device with its microphone, or
     production shadow traffic. Missing facts count as the weakest value; contradictions
     void the claim. With ``bundle_dir``, files missing or not matching their hash are ignored.
+
+    A redacted bundle (``privacy.redacted``) keeps the level its original evidence supported
+    when ``features.json`` (read from ``bundle_dir``, or given as ``features``) holds a
+    consistent record of voxeval's redaction (``check_redaction``): the dropped audio counts
+    as present, since the kept features were derived from it, and the level is at most the
+    recorded ``source_level``. The reasons then say ``REDACTED_REASON``. Without a
+    consistent record the dropped audio counts as missing: a capture claim without its
+    audio is a contradiction.
     """
-    a = assess_evidence(manifest, bundle_dir)
+    a = assess_evidence(manifest, bundle_dir, features=features)
     return a.level, a.reasons
 
 
-def assess_evidence(manifest: BundleManifest, bundle_dir: Path | None = None) -> EvidenceAssessment:
-    """``derive_evidence_level`` plus the located contradictions (for the validator)."""
+def assess_evidence(
+    manifest: BundleManifest, bundle_dir: Path | None = None, *, features: Any = None
+) -> EvidenceAssessment:
+    """``derive_evidence_level`` plus the located contradictions and notes (for the
+    validator)."""
     reasons: list[str] = []
     contra: list[tuple[Loc, str]] = []
     for key in SELF_DECLARED_LEVEL_KEYS:
@@ -791,6 +942,20 @@ def assess_evidence(manifest: BundleManifest, bundle_dir: Path | None = None) ->
             elif target.stat().st_size != f.bytes or sha256_file(target) != f.sha256:
                 reasons.append(f"{f.path} does not match its sha256/size: not counted")
                 present.discard(f.path)
+    redaction: RedactionCheck | None = None
+    derived: set[str] = set()
+    if manifest.privacy.redacted and not present & set(_AUDIO):
+        if features is None and bundle_dir is not None and FEATURES_FILE in present:
+            features = read_features(bundle_dir)
+        redaction = check_redaction(manifest, features, present)
+        if redaction.consistent:
+            derived = set(redaction.dropped)
+            present |= derived
+        else:
+            reasons.append(
+                f"privacy.redacted, but the redaction record is not usable "
+                f"({redaction.problem}): dropped audio not accounted for"
+            )
     has_events = "events.jsonl" in present
     has_audio = bool(present & set(_AUDIO))
     if not has_events and not has_audio:
@@ -798,6 +963,7 @@ def assess_evidence(manifest: BundleManifest, bundle_dir: Path | None = None) ->
             "L1",
             ["L1: no events or audio in the bundle (schemas and configuration only)", *reasons],
             [],
+            redaction=redaction,
         )
 
     p = manifest.provenance
@@ -847,8 +1013,26 @@ def assess_evidence(manifest: BundleManifest, bundle_dir: Path | None = None) ->
             "capture",
         )
     if fact["capture"] != "none" and "output.wav" not in present:
-        reasons.append("capture claimed but output.wav is absent: capture counted as none")
-        fact["capture"] = "none"
+        if redaction is not None:
+            contradict(
+                ("privacy", "redacted"),
+                f"capture {fact['capture']} claimed, output.wav is gone and the redaction "
+                f"record does not account for it ({redaction.problem})",
+                "capture",
+            )
+        else:
+            reasons.append("capture claimed but output.wav is absent: capture counted as none")
+            fact["capture"] = "none"
+    notes: list[tuple[Loc, str]] = []
+    if fact["capture"] != "none" and "output.wav" in derived:
+        notes.append(
+            (
+                ("privacy", "redacted"),
+                f"{REDACTED_REASON}: the {fact['capture']} capture behind this evidence "
+                f"(output.wav) was dropped by voxeval's redaction; its sha256 and the "
+                f"features derived from it are in {FEATURES_FILE}",
+            )
+        )
     if fact["acoustic_events"] == "capture" and fact["capture"] == "none":
         contradict(
             ("provenance", "acoustic_events"),
@@ -897,7 +1081,20 @@ def assess_evidence(manifest: BundleManifest, bundle_dir: Path | None = None) ->
             head += "; not L4 because no device is named"
         else:
             head += "; not L4 because the capture is a loopback, not a real device"
-    return EvidenceAssessment(level, [head, *reasons], contra)
+    if redaction is not None and redaction.consistent and redaction.source_level is not None:
+        source = redaction.source_level
+        reasons.append(
+            f"{REDACTED_REASON}: {', '.join(redaction.dropped)} dropped by voxeval's redaction"
+            + (f" on {redaction.at}" if redaction.at else "")
+            + f", their sha256 recorded in {FEATURES_FILE}; the bundle was at {source} then"
+        )
+        if EVIDENCE_LEVELS.index(level) > EVIDENCE_LEVELS.index(source):
+            reasons.append(
+                f"capped at {source}: a redacted bundle keeps at most the level its original "
+                f"evidence supported (the provenance now claims {level})"
+            )
+            level = source
+    return EvidenceAssessment(level, [head, *reasons], contra, notes, redaction)
 
 
 def evidence_at_least(level: str, minimum: str) -> bool:

@@ -43,8 +43,10 @@ from voxeval.suites.duplex.schema import (
     Statistic,
     TurnAction,
     assess_evidence,
+    check_redaction,
     is_known_event_type,
     matrix_cross_checks,
+    read_features,
     scenario_cross_checks,
     segment_cross_checks,
     sha256_file,
@@ -519,11 +521,16 @@ def validate_manifest(
 
 def _manifest(path: Path, name: str | None) -> tuple[BundleManifest | None, _Doc, list[Problem]]:
     doc = _parse_json(path, name)
-    manifest, problems = _check_manifest(doc)
+    manifest, problems = _check_manifest(doc, path.parent)
     return manifest, doc, problems
 
 
-def _check_manifest(doc: _Doc) -> tuple[BundleManifest | None, list[Problem]]:
+def _check_manifest(
+    doc: _Doc, folder: Path | None = None
+) -> tuple[BundleManifest | None, list[Problem]]:
+    """Schema, unknown fields, self-declared levels, then the evidence assessment: its
+    contradictions and notes (a redacted bundle: ``schema.REDACTED_REASON``) as warnings.
+    ``folder``: where the manifest lies, for a redacted bundle's ``features.json``."""
     if doc.problems:
         return None, doc.problems
     if not isinstance(doc.data, dict):
@@ -539,8 +546,12 @@ def _check_manifest(doc: _Doc) -> tuple[BundleManifest | None, list[Problem]]:
         else:
             msg = f"unknown field {key!r} (kept, not used)"
         out.append(doc.problem((key,), msg, "warning"))
-    for loc, msg in assess_evidence(manifest).contradictions:
+    features = read_features(folder) if folder is not None and manifest.privacy.redacted else None
+    assessment = assess_evidence(manifest, features=features)
+    for loc, msg in assessment.contradictions:
         out.append(doc.problem(loc, f"provenance contradiction: {msg}", "warning"))
+    for loc, msg in assessment.notes:
+        out.append(doc.problem(loc, msg, "warning"))
     return manifest, out
 
 
@@ -771,14 +782,18 @@ def _track_ids(
 # --------------------------------------------------------------------------- bundle
 
 
-def _declares_redacted(manifest_path: Path) -> bool:
-    """True when the manifest's ``privacy.redacted`` is set (unreadable manifests: False)."""
+def _redacted_consistently(folder: Path) -> bool:
+    """True when the bundle declares ``privacy.redacted`` and ``features.json`` holds a
+    consistent record of voxeval's redaction (``schema.check_redaction``); unreadable or
+    invalid manifests: False."""
     try:
-        doc = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest = BundleManifest.model_validate(doc)
+    except (OSError, ValueError, ValidationError):
         return False
-    privacy = doc.get("privacy") if isinstance(doc, dict) else None
-    return bool(isinstance(privacy, dict) and privacy.get("redacted"))
+    if not manifest.privacy.redacted:
+        return False
+    return check_redaction(manifest, read_features(folder)).consistent
 
 
 def validate_bundle(folder: Path) -> list[Problem]:
@@ -788,8 +803,9 @@ def validate_bundle(folder: Path) -> list[Problem]:
     def name(rel: str) -> str:
         return str(folder / rel)
 
-    # A redacted bundle (``--redact``) keeps derived features instead of the raw audio.
-    redacted = (folder / "features.json").is_file() and _declares_redacted(folder / "manifest.json")
+    # A redacted bundle (``--redact``) keeps derived features instead of the raw audio; the
+    # audio is excused only when the redaction record accounts for it.
+    redacted = (folder / "features.json").is_file() and _redacted_consistently(folder)
     for rel in REQUIRED_BUNDLE_FILES:
         if not (folder / rel).is_file():
             if redacted and rel.endswith(".wav"):
