@@ -792,7 +792,8 @@ def score_bundle_folder(
                 if red.get("source_level")
                 else ""
             )
-            + "; the level is derived from what the bundle still holds"
+            + "; the level is that of the evidence the features were derived from, when the "
+            + "redaction record is consistent (see the evidence reasons)"
         )
     severities = {p.severity for p in problems}
     output.update(
