@@ -959,3 +959,50 @@ def test_files_load_and_bundle_scores(tmp_path: Path) -> None:
         load_final_state(tmp_path / "list.json")
     paths = export_task_schemas(tmp_path / "schemas")
     assert sorted(p.name for p in paths) == ["final-state.json", "tool-audit.json"]
+
+
+def test_parameter_consistency_reads_dotted_truth_keys() -> None:
+    sc = Scenario.model_validate(
+        {
+            "id": "dotted",
+            "version": 1,
+            "category": "correction_entity",
+            "segments": [
+                {
+                    "id": "ask",
+                    "role": "user",
+                    "say": "Move it to the twelfth.",
+                    "voice": "piper",
+                    "at_ms": 500,
+                    "intents": ["start"],
+                },
+                {
+                    "id": "fix",
+                    "role": "user",
+                    "say": "No, the tenth.",
+                    "voice": "piper",
+                    "at_ms": 4000,
+                    "intents": ["correction"],
+                    "expected_task_action": "modify",
+                },
+            ],
+            "tools": [{"name": "reschedule_appointment", "side_effect": True}],
+            "business_truth": {
+                "expected_final_state": {"appointments.A1.date": "2026-08-10"},
+                "allowed_side_effects": ["reschedule_appointment"],
+            },
+        }
+    )
+    led = Ledger()
+    led.user("ask", 500, 2000, "Move it to the twelfth.")
+    led.user("fix", 4000, 5000, "No, the tenth.")
+    args = {"appointment_id": "A1", "date": "2026-08-10"}
+    calls = audit(call("c1", "reschedule_appointment", args, 5500, 5900))
+    good = {"appointments": {"A1": {"date": "2026-08-10"}}}
+    res = score_task(sc, good, calls, led.events)
+    assert res.check("parameter_consistency").passed is True
+    bad = {"appointments": {"A1": {"date": "2026-08-12"}}}
+    res = score_task(sc, bad, calls, led.events)
+    check = res.check("parameter_consistency")
+    assert check.passed is False
+    assert check.details["mismatches"][0]["got"] == "2026-08-12"

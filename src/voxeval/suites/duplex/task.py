@@ -1051,13 +1051,17 @@ def check_parameter_consistency(ctx: TaskContext) -> TaskCheck:
         if f.onset and f.onset.event_id:
             evidence.append(f.onset.event_id)
         if ctx.final_state is not None:
-            keys = [k for k in ctx.final_state if _same_field(k, f.field)]
-            if f.source == "scenario" and f.field not in ctx.final_state:
-                keys = [f.field]  # a missing truth key is a mismatch
-            for k in keys:
+            state = ctx.final_state
+            looked: list[tuple[str, bool, Any]] = [
+                (k, True, state[k]) for k in state if _same_field(k, f.field)
+            ]
+            if f.source == "scenario" and f.field not in state:
+                # a dotted truth key (appointments.A1.date) is looked up by its path; a
+                # missing truth key is a mismatch
+                looked = [(f.field, *_lookup(state, f.field))]
+            for k, present, got in looked:
                 compared += 1
-                got = ctx.final_state.get(k)
-                if k not in ctx.final_state or not values_equal(got, f.value):
+                if not present or not values_equal(got, f.value):
                     mismatches.append(
                         {
                             "field": f.field,
