@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK", "StreamingVAD", "speak", "speech_versions", "transcribe"]
+__all__ = ["CHUNK", "StreamingVAD", "speak", "speech_versions", "transcribe", "warm_up"]
 
 CHUNK = 512
 """Silero's window at 16 kHz (32 ms)."""
@@ -95,6 +95,12 @@ def _speak_cached(text: str, sr: int) -> np.ndarray:
 def speak(text: str, sr: int = SR) -> np.ndarray:
     """``text`` spoken by the agent's voice: mono float32 at ``sr`` (read-only, cached)."""
     return _speak_cached(" ".join(text.split()), sr)
+
+
+def warm_up() -> None:
+    """Load the ASR and TTS models (once per process) so that no session pays for it."""
+    transcribe(np.zeros(SR, np.float32))
+    speak("Hello.")
 
 
 def speech_versions() -> dict[str, str]:

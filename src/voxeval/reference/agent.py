@@ -1,0 +1,484 @@
+"""The reference voice agent: a real, local full-duplex agent built from the offline stack.
+
+Ears (``speech.StreamingVAD``: Silero on 32 ms chunks; ``speech.transcribe``: whisper tiny.en),
+a turn layer (below), the clinic's dialogue manager (``dialogue.DialogueManager`` on a real
+SQLite database, ``db.ClinicDB``), and a voice (``speech.speak``: Piper). It implements the
+in-process ``DuplexAgent`` API, so the driver runs it on a virtual clock, and
+``reference.server`` serves it over the Realtime protocol.
+
+Turn layer (``Policy`` switches in brackets)
+============================================
+*Speech* starts when the Silero probability of a chunk reaches 0.5 and ends when it drops
+under 0.35 (Silero's own hysteresis). An utterance's *level* is the mean level (dBFS) of its
+speech chunks; the caller's *reference level* is the median level of the utterances accepted
+so far.
+
+- **Bystander gate**: an utterance more than ``BYSTANDER_REL_DB`` (10 dB) under the reference
+  level is not the caller; it is ignored (``turn.decision`` ignore) [``answers_bystanders``:
+  no gate].
+- **Endpointing**: the user's turn ends after ``endpoint_ms`` of silence (careful 700 ms); a
+  transcript that ends mid-phrase (a conjunction, preposition, article, "um") waits up to
+  ``incomplete_endpoint_ms`` (1500 ms) [``jumps_into_pauses``: 250 ms, no completeness check].
+- **Overlap while the agent speaks**: speech that lasts ``barge_in_ms`` (450 ms) at the
+  caller's level is a barge-in: the agent stops (``ClearAudio`` + ``response.done``
+  cancelled). Shorter speech is transcribed when it ends: a stop word ("stop", "wait") or
+  anything that is not a backchannel token stops the agent; a backchannel ("uh-huh") does not
+  (``turn.decision`` backchannel). [``answers_backchannels``: stops at the onset of any
+  overlapping speech; ``ignores_interruptions``: never stops; ``slow_stop_ms``: the stop
+  reaches the player that much later.]
+- **History**: when the player reports a cut, the dialogue manager keeps only what was heard
+  (``history.updated``) [``keeps_unheard_text``].
+
+Speech output: each ``Say`` becomes one response (``response.created`` -> audio streamed at
+``STREAM_SPEEDUP`` x real time in 100 ms chunks -> ``response.done``); responses queue, one at a
+time.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from voxeval.reference.policy import Policy
+from voxeval.suites.duplex.live.agent_api import (
+    AgentBase,
+    AgentEvent,
+    AgentOutput,
+    AudioOut,
+    ClearAudio,
+    PlaybackReport,
+    SessionEnd,
+    SessionInfo,
+    Stamped,
+)
+
+__all__ = ["ReferenceAgent"]
+
+VERSION = "1"
+SPEECH_ON = 0.5
+SPEECH_OFF = 0.35
+BYSTANDER_REL_DB = 10.0
+BARGE_IN_MS = 450.0
+PRE_ROLL_MS = 200.0
+CHUNK_MS = 100.0
+STREAM_SPEEDUP = 4.0
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+INCOMPLETE_END = re.compile(
+    r"\b(and|or|but|so|because|to|on|at|for|the|a|an|my|of|in|with|um|uh|er|like|is)\W*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class _Utterance:
+    uid: str
+    start_ms: float
+    start_sample: int
+    levels: list[float] = field(default_factory=list)
+    speech_ms: float = 0.0
+    end_ms: float | None = None
+    overlap: str | None = None
+    """Response that was playing at the onset (an overlap), if any."""
+    told_dm: bool = False
+    decided: str | None = None
+    text: str | None = None
+    asr_ms: float = 0.0
+
+
+@dataclass
+class _Response:
+    rid: str
+    text: str
+    task_id: str | None
+    todo: list[str]
+    """Sentences not synthesized yet (speech is synthesized a sentence at a time)."""
+    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    words: list[tuple[str, float, float]] = field(default_factory=list)
+    sent: int = 0
+    created: bool = False
+    done: bool = False
+    started: bool = False
+
+
+class ReferenceAgent(AgentBase):
+    """See the module docstring. One object serves one session."""
+
+    def __init__(
+        self,
+        policy: Policy | str = "careful",
+        *,
+        endpoint_ms: float | None = None,
+        incomplete_endpoint_ms: float = 1500.0,
+    ) -> None:
+        self.policy = Policy.parse(policy) if isinstance(policy, str) else policy
+        jumps = self.policy.jumps_into_pauses
+        self.endpoint_ms = float(endpoint_ms) if endpoint_ms else (250.0 if jumps else 700.0)
+        self.incomplete_ms = self.endpoint_ms if jumps else float(incomplete_endpoint_ms)
+        from voxeval.reference.speech import warm_up
+
+        warm_up()  # model loading is not the agent's latency
+
+    @staticmethod
+    def describe(policy: Policy | str = "careful", **options: Any) -> dict[str, Any]:
+        """What the run records about the agent (without loading any model)."""
+        p = Policy.parse(policy) if isinstance(policy, str) else policy
+        return {
+            "backend": "reference",
+            "version": VERSION,
+            "policy": p.name,
+            "switches": p.to_dict(),
+            "options": options,
+        }
+
+    # -- session --------------------------------------------------------------------------
+    def start(self, session: SessionInfo, now_ns: int) -> list[AgentOutput]:
+        from voxeval.reference.dialogue import DialogueManager
+        from voxeval.reference.speech import StreamingVAD
+
+        self.session = session
+        self.sr = session.sample_rate
+        if self.sr != 16_000:
+            raise ValueError("the reference agent listens at 16 kHz")
+        if session.scenario is not None:
+            self.dm = DialogueManager.from_scenario(
+                session.scenario, self.policy, session.session_id
+            )
+        else:
+            from voxeval.reference.db import ClinicDB
+
+            self.dm = DialogueManager(ClinicDB({}), self.policy, session.session_id)
+        self.vad = StreamingVAD()
+        self.in_speech = False
+        self.silence_ms = 0.0
+        self.utt: _Utterance | None = None
+        self.n_utt = 0
+        self.levels: list[float] = []
+        self.heard: list[np.ndarray] = []
+        """Every input frame (float32): utterances are cut from it for the ASR."""
+        self.queue: deque[_Response] = deque()
+        self.current: _Response | None = None
+        self.playing: str | None = None
+        """Response whose playback the client reported started and not yet ended."""
+        self.delayed: list[tuple[float, list[AgentOutput]]] = []
+        self.totals: dict[str, float] = {}
+        return []
+
+    def finish(self, now_ns: int) -> SessionEnd:
+        from voxeval.reference.speech import speech_versions
+
+        return SessionEnd(
+            final_state=self.dm.export_final_state(),
+            tool_audit=self.dm.export_tool_audit(),
+            info={"policy": self.policy.name, "version": VERSION, **speech_versions()},
+        )
+
+    # -- input ----------------------------------------------------------------------------
+    def push_audio(self, pcm: np.ndarray, now_ns: int) -> list[AgentOutput]:
+        now = now_ns / 1e6
+        out: list[AgentOutput] = []
+        self.heard.append(np.asarray(pcm, dtype=np.float32) / 32768.0)
+        for start, prob, level in self.vad.push(pcm):
+            out += self._chunk(start, prob, level, now)
+        out += self._dm(self.dm.tick(now))
+        out += self._release(now)
+        out += self._stream()
+        return out
+
+    def _chunk(self, start: int, prob: float, level: float, now: float) -> list[AgentOutput]:
+        out: list[AgentOutput] = []
+        chunk_ms = 32.0
+        if not self.in_speech:
+            if prob >= SPEECH_ON:
+                self.in_speech = True
+                self.silence_ms = 0.0
+                if self.utt is None:
+                    out += self._onset(now, start)
+            elif self.utt is not None:
+                self.silence_ms += chunk_ms
+                out += self._maybe_endpoint(now)
+            return out
+        utt = self.utt
+        assert utt is not None
+        if prob < SPEECH_OFF:
+            self.in_speech = False
+            self.silence_ms = chunk_ms
+            utt.end_ms = now
+            return out
+        utt.levels.append(level)
+        utt.speech_ms += chunk_ms
+        if len(utt.levels) == 3 and not utt.told_dm and self._caller(utt):
+            utt.told_dm = True
+            out += self._dm(self.dm.on_user_speech(True, now))
+        if utt.overlap and utt.decided is None and self._overlap_still_playing(utt):
+            p = self.policy
+            if (
+                not p.ignores_interruptions
+                and utt.speech_ms >= BARGE_IN_MS
+                and (self._caller(utt) or p.answers_bystanders)
+            ):
+                utt.decided = "interrupt"
+                out += self._stop(utt, now, "barge-in: speech over the agent")
+        return out
+
+    def _onset(self, now: float, start: int) -> list[AgentOutput]:
+        self.n_utt += 1
+        uid = f"u{self.n_utt}"
+        speaking = self._speaking()
+        pre = int(PRE_ROLL_MS * self.sr / 1000)
+        self.utt = _Utterance(uid, now, max(0, start - pre), overlap=speaking)
+        out: list[AgentOutput] = [AgentEvent("vad.speech_started", utterance_id=uid)]
+        if speaking and self.policy.answers_backchannels and not self.policy.ignores_interruptions:
+            self.utt.decided = "interrupt"
+            out += self._stop(self.utt, now, "any speech over the agent stops it")
+        return out
+
+    def _maybe_endpoint(self, now: float) -> list[AgentOutput]:
+        utt = self.utt
+        assert utt is not None
+        if self.silence_ms < self.endpoint_ms:
+            return []
+        if utt.speech_ms < 64.0:  # a click, not speech
+            self.utt = None
+            return [
+                AgentEvent("vad.speech_stopped", {"discarded": "too short"}, utterance_id=utt.uid)
+            ]
+        import time
+
+        from voxeval.reference.speech import transcribe
+
+        if utt.text is None:
+            if len(self.heard) > 1:
+                self.heard = [np.concatenate(self.heard)]
+            t0 = time.perf_counter()
+            utt.text = transcribe(self.heard[0][utt.start_sample :])
+            utt.asr_ms = (time.perf_counter() - t0) * 1000
+        text = utt.text
+        if (
+            not self.policy.jumps_into_pauses
+            and INCOMPLETE_END.search(text)
+            and self.silence_ms < self.incomplete_ms
+        ):
+            return []  # mid-phrase pause: keep listening
+        self.utt = None
+        return self._final(utt, text, now)
+
+    def _final(self, utt: _Utterance, text: str, now: float) -> list[AgentOutput]:
+        # the endpoint was reached at `now` (before the transcription ran)
+        out: list[AgentOutput] = [
+            Stamped(round(now * 1e6), AgentEvent("vad.speech_stopped", utterance_id=utt.uid)),
+            Stamped(
+                round((now + utt.asr_ms) * 1e6),
+                AgentEvent("asr.final", {"text": text}, utterance_id=utt.uid),
+            ),
+        ]
+        caller = self._caller(utt)
+        if caller:
+            self.levels.append(self._level(utt))
+        elif not self.policy.answers_bystanders:
+            if utt.told_dm:
+                out += self._dm(self.dm.on_user_speech(False, now))
+            out.append(
+                AgentEvent(
+                    "turn.decision",
+                    {"action": "ignore", "reason": "below the caller's level (bystander)"},
+                    utterance_id=utt.uid,
+                )
+            )
+            return out
+        if utt.told_dm:
+            out += self._dm(self.dm.on_user_speech(False, now))
+        if not text.strip():
+            out.append(
+                AgentEvent(
+                    "turn.decision",
+                    {"action": "ignore", "reason": "no words"},
+                    utterance_id=utt.uid,
+                )
+            )
+            return out
+        overlap = utt.overlap is not None and utt.decided is None
+        if overlap and self._overlap_still_playing(utt) and not self.policy.ignores_interruptions:
+            if self.dm.is_backchannel(text) and not self.dm.is_stop(text):
+                out.append(
+                    AgentEvent(
+                        "turn.decision",
+                        {"action": "backchannel", "reason": "backchannel token over the agent"},
+                        utterance_id=utt.uid,
+                    )
+                )
+                out += self._dm(self.dm.on_user_text(text, utt.uid, now))
+                return out
+            utt.decided = "interrupt"
+            out += self._stop(utt, now, "short stop or question over the agent")
+        if self._speaking() and self.policy.ignores_interruptions:
+            out.append(
+                AgentEvent(
+                    "turn.decision",
+                    {"action": "continue", "reason": "keeps talking (ignores interruptions)"},
+                    utterance_id=utt.uid,
+                )
+            )
+        else:
+            out.append(AgentEvent("turn.decision", {"action": "respond"}, utterance_id=utt.uid))
+        self.answering = utt.uid
+        out += self._dm(self.dm.on_user_text(text, utt.uid, now))
+        return out
+
+    # -- helpers: caller level, speaking state ----------------------------------------------
+    @staticmethod
+    def _level(utt: _Utterance) -> float:
+        return float(np.mean(utt.levels)) if utt.levels else -120.0
+
+    def _caller(self, utt: _Utterance) -> bool:
+        if self.policy.answers_bystanders or not self.levels:
+            return True
+        return self._level(utt) >= statistics.median(self.levels) - BYSTANDER_REL_DB
+
+    def _speaking(self) -> str | None:
+        if self.playing:
+            return self.playing
+        if self.current is not None and self.current.created:
+            return self.current.rid
+        return None
+
+    def _overlap_still_playing(self, utt: _Utterance) -> bool:
+        return utt.overlap is not None and self._speaking() == utt.overlap
+
+    # -- output -----------------------------------------------------------------------------
+    def _dm(self, actions: list[Any]) -> list[AgentOutput]:
+        from voxeval.reference.dialogue import Event, Say
+
+        out: list[AgentOutput] = []
+        for a in actions:
+            if isinstance(a, Say):
+                sentences = [x for x in SENTENCE_END.split(a.text.strip()) if x]
+                self.queue.append(_Response(a.response_id, a.text, a.task_id, sentences))
+            elif isinstance(a, Event):
+                ev = AgentEvent(
+                    a.event_type,
+                    dict(a.data),
+                    response_id=a.response_id,
+                    utterance_id=a.utterance_id,
+                    task_id=a.task_id,
+                )
+                out.append(Stamped(round(a.at_ms * 1e6), ev) if a.at_ms is not None else ev)
+        return out
+
+    def _stream(self) -> list[AgentOutput]:
+        """Send the current response's audio, STREAM_SPEEDUP x faster than real time."""
+        out: list[AgentOutput] = []
+        if self.current is None and self.queue:
+            self.current = self.queue.popleft()
+        r = self.current
+        if r is None:
+            return out
+        if not r.created:
+            r.created = True
+            out.append(
+                AgentEvent(
+                    "response.created",
+                    {"text": r.text},
+                    response_id=r.rid,
+                    task_id=r.task_id,
+                    utterance_id=getattr(self, "answering", None),
+                )
+            )
+        budget = int(self.session.frame_ms * STREAM_SPEEDUP * self.sr / 1000)  # type: ignore[union-attr]
+        step = int(CHUNK_MS * self.sr / 1000)
+        if r.sent >= r.audio.size and r.todo:
+            self._synthesize_next(r)
+        while budget > 0 and r.sent < r.audio.size:
+            n = min(step, r.audio.size - r.sent, budget)
+            piece = r.audio[r.sent : r.sent + n]
+            out.append(
+                AudioOut(r.rid, (np.clip(piece, -1, 32767 / 32768) * 32768).astype(np.int16))
+            )
+            r.sent += n
+            budget -= n
+        if r.sent >= r.audio.size and not r.todo and not r.done:
+            r.done = True
+            out.append(AgentEvent("response.done", {"status": "completed"}, response_id=r.rid))
+            self.current = None
+        return out
+
+    def _synthesize_next(self, r: _Response) -> None:
+        """Synthesize the next sentence; word times are spread over it by character count
+        (piper gives none)."""
+        from voxeval.reference.speech import speak
+
+        sentence = r.todo.pop(0)
+        audio = speak(sentence, self.sr)
+        offset = r.audio.size * 1000.0 / self.sr
+        dur = audio.size * 1000.0 / self.sr
+        words = sentence.split()
+        if words:
+            chars = np.cumsum([len(w) + 1 for w in words], dtype=float)
+            ends = offset + chars / chars[-1] * dur
+            starts = np.concatenate([[offset], ends[:-1]])
+            r.words += list(zip(words, starts.tolist(), ends.tolist(), strict=True))
+            self.dm.set_word_times(r.rid, r.words)
+        r.audio = np.concatenate([r.audio, audio])
+        self.totals[r.rid] = r.audio.size * 1000.0 / self.sr
+
+    def _stop(self, utt: _Utterance, now: float, why: str) -> list[AgentOutput]:
+        """Stop speaking (after slow_stop_ms when that switch is set)."""
+        rid = self._speaking()
+        if rid is None:
+            return []
+        outs: list[AgentOutput] = [
+            AgentEvent(
+                "turn.decision",
+                {"action": "interrupt", "reason": why},
+                utterance_id=utt.uid,
+                response_id=rid,
+            )
+        ]
+        stop: list[AgentOutput] = [
+            ClearAudio(rid, "user barge-in"),
+            AgentEvent("response.done", {"status": "cancelled"}, response_id=rid),
+        ]
+        dropped = [r for r in self.queue]
+        self.queue.clear()
+        if self.current is not None and self.current.rid == rid:
+            self.current.done = True
+            self.current = None
+        for r in dropped:  # queued answers that were never spoken
+            stop.append(AgentEvent("response.done", {"status": "cancelled"}, response_id=r.rid))
+        self.playing = None if self.playing == rid else self.playing
+        if self.policy.slow_stop_ms > 0:
+            self.delayed.append((now + self.policy.slow_stop_ms, stop))
+            return outs
+        return outs + stop
+
+    def _release(self, now: float) -> list[AgentOutput]:
+        out: list[AgentOutput] = []
+        due = [d for d in self.delayed if d[0] <= now]
+        self.delayed = [d for d in self.delayed if d[0] > now]
+        for _, outs in due:
+            out += outs
+        return out
+
+    # -- client reports ---------------------------------------------------------------------
+    def on_playback(self, report: PlaybackReport, now_ns: int) -> list[AgentOutput]:
+        now = now_ns / 1e6
+        if report.status == "started":
+            self.playing = report.response_id
+            return self._dm(self.dm.on_playback_started(report.response_id, now))
+        if self.playing == report.response_id:
+            self.playing = None
+        if report.status == "interrupted":
+            # total = what was synthesized (a cut response may have unsynthesized sentences)
+            r = self.current if self.current and self.current.rid == report.response_id else None
+            total = self.totals.get(report.response_id, 0.0)
+            if r is None or r.todo or total <= report.played_ms:
+                total = max(total, report.played_ms + 1.0)
+            return self._dm(self.dm.on_heard(report.response_id, report.played_ms, total, now))
+        return []
+
+    def on_connection(self, connected: bool, now_ns: int) -> list[AgentOutput]:
+        return self._dm(self.dm.on_connection(connected, now_ns / 1e6))
