@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voxeval.cli.duplex:duplex",
         "Full-duplex agent acceptance: validate scenarios, ledgers and bundles; export schemas.",
     ),
+    "reference": (
+        "voxeval.cli.reference:reference",
+        "The reference voice agent: serve it over the OpenAI Realtime WebSocket protocol.",
+    ),
     "report": ("voxeval.cli.report:report", "Rebuild report.json/md/html of a run directory."),
     "compare": (
         "voxeval.cli.compare:compare",

@@ -35,7 +35,11 @@ def build_reference(spec: SystemSpec, capability: str) -> _Factory:
     from voxeval.reference.policy import Policy
 
     policy = Policy.parse(spec.target or "careful")
-    options = dict(spec.options)
+    spec.check_options(("endpoint_ms", "incomplete_endpoint_ms"))
+    options: dict[str, float] = {}
+    for key in ("endpoint_ms", "incomplete_endpoint_ms"):
+        if key in spec.options:
+            options[key] = spec.float_option(key, 0.0)
     probe = ReferenceAgent.describe(policy, **options)
     return _Factory(lambda: ReferenceAgent(policy, **options), probe)
 

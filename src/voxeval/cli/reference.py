@@ -1,0 +1,140 @@
+"""``voxeval reference serve``: serve the reference agent (or any in-process agent) over the
+OpenAI Realtime WebSocket protocol.
+
+Nothing heavy (numpy, websockets, the agent's models) is imported until the command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from voxeval.cli.common import EXIT_USAGE, fail_usage
+
+
+@click.group()
+def reference() -> None:
+    """The bundled reference voice agent."""
+
+
+@reference.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port (0: any free port).")
+@click.option(
+    "--policy",
+    default="careful",
+    show_default=True,
+    help="Reference agent policy: careful, naive, or careful+SWITCH[,SWITCH...].",
+)
+@click.option(
+    "--agent",
+    "agent_spec",
+    default=None,
+    metavar="SPEC",
+    help="Serve another in-process agent instead: energy, echo or python:module:factory.",
+)
+@click.option(
+    "--token-env",
+    default=None,
+    metavar="VAR",
+    help="Require 'Authorization: Bearer <token>' with the token in this environment variable.",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(["ga", "beta", "auto"]),
+    default="ga",
+    show_default=True,
+    help="Server event names; auto: beta for clients sending 'OpenAI-Beta: realtime=v1'.",
+)
+@click.option(
+    "--frame-ms",
+    type=click.Choice(["10", "20"]),
+    default="20",
+    show_default=True,
+    help="Input frame size handed to the agent.",
+)
+def serve_cmd(
+    host: str,
+    port: int,
+    policy: str,
+    agent_spec: str | None,
+    token_env: str | None,
+    protocol: str,
+    frame_ms: str,
+) -> None:
+    """Serve an agent over the Realtime WebSocket protocol until interrupted (Ctrl-C).
+
+    Prints the URL (ws://HOST:PORT) as the first stdout line once it listens. Binds to
+    127.0.0.1 by default; a token is required with --token-env. Each connection gets a fresh
+    agent; see voxeval.reference.server for the protocol subset.
+    """
+    from voxeval.core.errors import BackendUnavailable, InputError
+
+    try:
+        factory = _agent_factory(policy, agent_spec)
+    except (InputError, BackendUnavailable) as exc:
+        _usage_exit(str(exc))
+    from voxeval.reference.server import serve_agent
+
+    label = agent_spec or f"reference:{policy}"
+
+    def ready(url: str) -> None:
+        click.echo(f"{url} (agent {label}, protocol {protocol})")
+        sys.stdout.flush()
+
+    try:
+        serve_agent(
+            factory,
+            host=host,
+            port=port,
+            token_env=token_env,
+            protocol=protocol,  # type: ignore[arg-type]
+            ready=ready,
+            frame_ms=int(frame_ms),
+        )
+    except ValueError as exc:
+        _usage_exit(str(exc))
+    except OSError as exc:
+        _usage_exit(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def _usage_exit(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _agent_factory(policy: str, agent_spec: str | None) -> Any:
+    if agent_spec is not None:
+        from voxeval.core.registry import REGISTRY
+        from voxeval.core.specs import parse_spec
+
+        parsed = parse_spec(agent_spec)
+        if parsed.backend in ("realtime", "reference"):
+            fail_usage(
+                f"--agent {agent_spec}: give an in-process agent (energy, echo, "
+                "python:module:factory); the reference agent is chosen with --policy"
+            )
+        return REGISTRY.build("duplex", parsed)
+    import importlib
+
+    from voxeval.core.errors import InputError
+
+    try:
+        module = importlib.import_module("voxeval.reference.agent")
+    except ModuleNotFoundError as exc:
+        if exc.name != "voxeval.reference.agent":
+            raise InputError(
+                f"the reference agent needs the module {exc.name!r}, which is not installed "
+                "(pip install 'voxeval[all]')"
+            ) from exc
+        raise InputError(
+            "the reference agent (module voxeval.reference.agent) is not available in this "
+            "installation; serve another agent with --agent energy|echo|python:module:factory"
+        ) from exc
+    from voxeval.reference.policy import Policy
+
+    parsed_policy = Policy.parse(policy)
+    agent_cls = module.ReferenceAgent
+    return lambda: agent_cls(parsed_policy)

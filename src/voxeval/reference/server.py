@@ -1,0 +1,1076 @@
+"""Serve any in-process ``DuplexAgent`` over the OpenAI Realtime WebSocket protocol.
+
+``serve_agent(factory)`` (and ``voxeval reference serve``) listens on 127.0.0.1:8765 by default
+and speaks the subset of the protocol that ``voxeval.systems.duplex.realtime_ws`` uses, with GA
+or beta event names (``protocol``: ``ga``, ``beta``, or ``auto`` = beta for clients that send
+the ``OpenAI-Beta: realtime=v1`` header, GA otherwise). Each connection gets a fresh agent
+from ``factory()`` and its own session clock (0 = the connection was accepted); the agent
+runs in a worker thread of its own, so a slow agent never blocks the socket.
+
+Client event -> agent
+=====================
+================================  =========================================================
+``session.update``                validated (pcm16 at 24 kHz only); tools, instructions and
+                                  the turn mode are handed to the agent's optional
+                                  ``configure(settings)``; answered with ``session.updated``
+``input_audio_buffer.append``     24 -> 16 kHz, cut into ``frame_ms`` frames ->
+                                  ``push_audio`` (bounded queue: a flood is dropped with an
+                                  ``error``)
+``input_audio_buffer.commit``     ``input_audio_buffer.committed``; optional ``on_commit``
+``input_audio_buffer.clear``      drops the partial frame; ``input_audio_buffer.cleared``
+``conversation.item.truncate``    ``on_playback(PlaybackReport(rid, "interrupted",
+                                  played_ms=audio_end_ms))``; ``conversation.item.truncated``
+``conversation.item.create``      a ``function_call_output`` -> ``on_tool_result`` (output
+                                  JSON ``{"error": ...}`` is an error); items are
+                                  acknowledged (GA ``conversation.item.added`` + ``.done``,
+                                  beta ``conversation.item.created``)
+``response.create``               optional ``on_response_request`` (the agent decides)
+``response.cancel``               the response is cancelled here (its later audio dropped,
+                                  ``response.done`` cancelled, reason client_cancelled);
+                                  optional ``on_response_cancel``
+``output_audio_buffer.clear``     ``output_audio_buffer.cleared`` + cancel, as above
+================================  =========================================================
+
+Agent output -> server events
+=============================
+``AudioOut`` -> ``response.output_audio.delta`` (beta ``response.audio.delta``; 16 -> 24 kHz
+per response, base64), preceded at a response's first audio by ``response.output_item.added``
+and ``response.content_part.added``; ``vad.speech_started/stopped`` ->
+``input_audio_buffer.speech_started/stopped`` (+ ``committed``; ``audio_start_ms`` /
+``audio_end_ms`` = client audio received when the agent said so); ``asr.partial/final`` ->
+``conversation.item.input_audio_transcription.delta/completed``; ``response.created`` /
+``response.done`` (``data.status``) / ``response.cancelled`` -> ``response.created`` /
+``response.done`` (audio, part and item ``.done`` events first); ``ClearAudio`` ->
+``output_audio_buffer.cleared`` and, if the response is still open, ``response.done``
+cancelled (turn_detected); ``ToolCall`` -> a ``function_call`` output item
+(``response.output_item.added``, ``response.function_call_arguments.done``,
+``response.output_item.done``) in its response, or in a response of its own; agent
+``session.error`` -> ``error``. Other agent events (``turn.decision``, ``tool.*``, ...) have no
+Realtime equivalent and are not sent.
+
+Playback over WebSocket is the client's; the protocol only reports cuts (truncate). The server
+tells the agent ``started`` when a response's first audio is sent and ``completed`` when, by
+a real-time estimate from that moment, all of its audio has played (plus
+``playback_grace_ms``) without a truncate or cancel.
+
+Reliability
+===========
+Binds to 127.0.0.1 unless told otherwise. With ``token_env`` the handshake must carry
+``Authorization: Bearer <token>`` (HTTP 401 otherwise). Every client message is checked (text
+frame, size <= ``max_message_bytes``, JSON object, known ``type``, field types); bad input is
+answered with an ``error`` event (rate-limited) and the connection stays open. A message larger
+than ``4 * max_message_bytes`` is refused by the WebSocket layer (close 1009). A client that
+stops reading is disconnected when a send takes longer than ``send_timeout_s`` or its
+outgoing queue fills. An agent that raises gets an ``error`` event per failure (a failing
+``start`` closes the connection with 1011). When a connection ends the agent's ``finish`` runs
+and ``on_end(session_id, SessionEnd)`` receives its business truth.
+
+When the input stops for ``idle_tick_ms`` the agent is fed silent frames (it still needs its
+clock to tick, as behind a live microphone); they do not count as client audio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import os
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Literal
+
+import numpy as np
+
+from voxeval.suites.duplex.live.agent_api import (
+    AgentEvent,
+    AgentOutput,
+    AudioOut,
+    ClearAudio,
+    DuplexAgent,
+    PlaybackReport,
+    SessionEnd,
+    SessionInfo,
+    Stamped,
+    ToolCall,
+)
+from voxeval.systems.duplex.realtime_protocol import (
+    BETA_HEADER,
+    CLIENT_EVENT_TYPES,
+    PROTOCOL_RATE,
+    Dialect,
+    StreamResampler,
+    b64_to_pcm16,
+    pcm16_to_b64,
+    read_session,
+    server_name,
+    server_session,
+)
+
+__all__ = ["RealtimeServer", "serve_agent"]
+
+ProtocolChoice = Literal["ga", "beta", "auto"]
+MODEL_NAME = "voxeval-reference"
+_ERRORS_PER_S = 20
+
+
+@dataclass
+class _Response:
+    rid: str
+    output_index: int = 0
+    item_id: str | None = None
+    resampler: StreamResampler | None = None
+    sent_samples: int = 0  # at the protocol rate
+    first_audio_ns: int | None = None
+    done: bool = False
+    cut: bool = False  # truncated, cleared or cancelled: no completion estimate
+    completed_reported: bool = False
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sent_ms(self) -> float:
+        return self.sent_samples * 1000 / PROTOCOL_RATE
+
+
+class RealtimeServer:
+    """A Realtime-protocol WebSocket server around an agent factory (module docstring)."""
+
+    def __init__(
+        self,
+        factory: Callable[[], DuplexAgent],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        token_env: str | None = None,
+        protocol: ProtocolChoice = "ga",
+        sample_rate: int = 16_000,
+        frame_ms: int = 20,
+        max_message_bytes: int = 1024 * 1024,
+        max_queued_frames: int = 250,
+        max_outgoing: int = 4000,
+        send_timeout_s: float = 5.0,
+        idle_tick_ms: float = 200.0,
+        playback_grace_ms: float = 250.0,
+        on_end: Callable[[str, SessionEnd], None] | None = None,
+        trace: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        if protocol not in ("ga", "beta", "auto"):
+            raise ValueError(f"protocol must be ga, beta or auto, not {protocol!r}")
+        if frame_ms not in (10, 20):
+            raise ValueError(f"frame_ms must be 10 or 20, got {frame_ms}")
+        self.factory = factory
+        self.host = host
+        self.port = port
+        self.protocol = protocol
+        self.sample_rate = sample_rate
+        self.frame_ms = frame_ms
+        self.max_message_bytes = max_message_bytes
+        self.max_queued_frames = max_queued_frames
+        self.max_outgoing = max_outgoing
+        self.send_timeout_s = send_timeout_s
+        self.idle_tick_ms = idle_tick_ms
+        self.playback_grace_ms = playback_grace_ms
+        self.on_end = on_end
+        self.trace = trace
+        self._token: str | None = None
+        if token_env:
+            token = os.environ.get(token_env)
+            if not token:
+                raise ValueError(
+                    f"token_env={token_env}: that environment variable is not set or empty; "
+                    "set it, or serve without a token (loopback only)"
+                )
+            self._token = token
+        self._server: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+        self.connections: set[_Connection] = set()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{host}:{self.port}"
+
+    # ------------------------------------------------------------------ lifecycle
+    def _process_request(self, connection: Any, request: Any) -> Any:
+        if self._token is None:
+            return None
+        given = request.headers.get("Authorization", "")
+        if hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
+            return None
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token\n")
+
+    async def start(self) -> str:
+        """Bind and start accepting; returns the URL (with the real port when ``port=0``)."""
+        try:
+            from websockets.asyncio.server import serve
+        except ImportError as exc:
+            from voxeval.core.errors import BackendUnavailable
+
+            raise BackendUnavailable(
+                "the Realtime server needs the websockets package: "
+                "pip install 'voxeval[live]' (or pip install websockets)"
+            ) from exc
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        self._server = await serve(
+            self._handle,
+            self.host,
+            self.port,
+            process_request=self._process_request,
+            max_size=4 * self.max_message_bytes,
+            compression=None,
+            ping_interval=20,
+            ping_timeout=20,
+            close_timeout=2,
+        )
+        sockets = list(self._server.sockets)
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        return self.url
+
+    async def serve_forever(self, ready: Callable[[str], None] | None = None) -> None:
+        """Start, call ``ready(url)``, and serve until ``stop``."""
+        url = await self.start()
+        if ready is not None:
+            ready(url)
+        assert self._stopped is not None
+        await self._stopped.wait()
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5.0)
+        for conn in list(self.connections):
+            conn.stop_worker()
+
+    def start_in_thread(self, timeout: float = 10.0) -> str:
+        """Serve from a background thread (tests, the driver's ``reference:`` mode)."""
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(self.serve_forever(lambda _url: ready.set()))
+            except BaseException as exc:  # reported to the caller below
+                errors.append(exc)
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="voxeval-realtime-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise TimeoutError(f"the server did not start within {timeout} s")
+        if errors:
+            raise errors[0]
+        return self.url
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, close every connection and end the thread (bounded)."""
+        loop, stopped = self._loop, self._stopped
+        if loop is not None and stopped is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stopped.set)
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def kill(self) -> None:
+        """Drop every connection without a close frame and stop (a crash, for tests)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+
+            def abort() -> None:
+                for conn in list(self.connections):
+                    conn.ws.transport.abort()
+
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(abort)
+        self.stop()
+
+    async def _handle(self, ws: Any) -> None:
+        dialect: Dialect
+        if self.protocol == "auto":
+            beta = BETA_HEADER[1] in (ws.request.headers.get(BETA_HEADER[0]) or "")
+            dialect = "beta" if beta else "ga"
+        else:
+            dialect = self.protocol
+        conn = _Connection(self, ws, dialect)
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+
+
+class _Connection:
+    """One client: its agent, worker thread, resamplers and protocol state."""
+
+    def __init__(self, server: RealtimeServer, ws: Any, dialect: Dialect) -> None:
+        self.srv = server
+        self.ws = ws
+        self.dialect: Dialect = dialect
+        self.loop = asyncio.get_running_loop()
+        self.sid = f"sess_{uuid.uuid4().hex[:16]}"
+        self.t0 = time.monotonic_ns()
+        self.n_ids = 0
+        self.out: asyncio.Queue[str | None] = asyncio.Queue(maxsize=server.max_outgoing)
+        self.jobs: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=server.max_queued_frames)
+        self.worker: threading.Thread | None = None
+        self.frame = server.sample_rate * server.frame_ms // 1000
+        self.in_rs = StreamResampler(PROTOCOL_RATE, server.sample_rate)
+        self.inbuf = np.zeros(0, np.int16)
+        self.client_samples = 0  # agent-rate samples of client audio cut into frames
+        self.last_input_ns = 0
+        self.settings: dict[str, Any] = {"turn": "server_vad", "tools": []}
+        self.responses: dict[str, _Response] = {}
+        self.item_to_response: dict[str, str] = {}
+        self.open_rid: str | None = None
+        self.last_audio_rid: str | None = None
+        self.user_item: str | None = None
+        self.last_user_item: str | None = None
+        self.utterance_items: dict[str, str] = {}  # agent utterance id -> user item id
+        self.calls: dict[str, str] = {}  # call_id -> response id
+        self.errors_window = (0, 0)  # (second, count)
+        self.dropped_frames = 0
+        self.closing = False
+        self.alive = True
+
+    # ------------------------------------------------------------------ ids, time
+    def now(self) -> int:
+        return time.monotonic_ns() - self.t0
+
+    def new_id(self, prefix: str) -> str:
+        self.n_ids += 1
+        return f"{prefix}_{self.n_ids:06d}"
+
+    def name(self, ga: str) -> str:
+        return server_name(ga, self.dialect)
+
+    # ------------------------------------------------------------------ sending
+    def emit(self, event: dict[str, Any]) -> None:
+        """Queue a server event (loop thread)."""
+        event = {"event_id": self.new_id("event"), **event}
+        if self.srv.trace is not None:
+            self.srv.trace("server", event)
+        try:
+            self.out.put_nowait(json.dumps(event, separators=(",", ":")))
+        except asyncio.QueueFull:
+            if not self.closing:
+                self.closing = True
+                self.loop.create_task(self.ws.close(1008, "client is not reading"))
+
+    def error(
+        self,
+        message: str,
+        *,
+        kind: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        """An ``error`` event, at most ``_ERRORS_PER_S`` per second (the rest are dropped)."""
+        sec = int(time.monotonic())
+        last, n = self.errors_window
+        n = n + 1 if sec == last else 1
+        self.errors_window = (sec, n)
+        if n > _ERRORS_PER_S:
+            return
+        err: dict[str, Any] = {"type": kind, "message": message}
+        if code:
+            err["code"] = code
+        if param:
+            err["param"] = param
+        if event_id:
+            err["event_id"] = event_id
+        self.emit({"type": "error", "error": err})
+
+    async def sender(self) -> None:
+        while True:
+            text = await self.out.get()
+            if text is None:
+                return
+            try:
+                await asyncio.wait_for(self.ws.send(text), self.srv.send_timeout_s)
+            except TimeoutError:
+                self.ws.transport.abort()
+                return
+            except Exception:
+                return
+
+    # ------------------------------------------------------------------ worker
+    def submit(self, job: tuple[Any, ...], *, frame: bool = False) -> bool:
+        try:
+            self.jobs.put_nowait(job)
+            return True
+        except queue.Full:
+            if frame:
+                self.dropped_frames += 1
+                if self.dropped_frames == 1 or self.dropped_frames % 50 == 0:
+                    self.error(
+                        f"input flood: the agent is {self.srv.max_queued_frames} frames behind; "
+                        f"{self.dropped_frames} frame(s) dropped so far",
+                        kind="server_error",
+                        code="input_dropped",
+                    )
+            else:
+                self.error("the agent is overloaded; event dropped", kind="server_error")
+            return False
+
+    def work(self) -> None:
+        """The worker thread: build the agent, then run one call at a time."""
+        agent: Any = None
+        try:
+            agent = self.srv.factory()
+            info = SessionInfo(
+                session_id=self.sid,
+                sample_rate=self.srv.sample_rate,
+                frame_ms=self.srv.frame_ms,
+                scenario=None,
+                clock="real",
+            )
+            self.post(agent.start(info, self.now()), self.client_samples)
+        except Exception as exc:
+            self.post_fatal(f"the agent failed to start: {type(exc).__name__}: {exc}")
+            return
+        while True:
+            job = self.jobs.get()
+            kind = job[0]
+            if kind == "finish":
+                self.finish(agent)
+                return
+            try:
+                outputs = self.call(agent, job)
+            except Exception as exc:
+                self.post_error(f"the agent raised in {kind}: {type(exc).__name__}: {exc}")
+                continue
+            self.post(outputs, job[-1] if kind == "frame" else self.client_samples)
+
+    def call(self, agent: Any, job: tuple[Any, ...]) -> list[AgentOutput] | None:
+        kind, now = job[0], self.now()
+        if kind == "frame":
+            return agent.push_audio(job[1], now)
+        if kind == "playback":
+            return agent.on_playback(job[1], now)
+        if kind == "tool":
+            return agent.on_tool_result(job[1], job[2], job[3], now)
+        if kind == "hook":
+            hook = getattr(agent, job[1], None)
+            return hook(*job[2], now) if callable(hook) else []
+        return []
+
+    def finish(self, agent: Any) -> None:
+        try:
+            end = agent.finish(self.now())
+        except Exception as exc:
+            end = SessionEnd(info={"finish_error": f"{type(exc).__name__}: {exc}"})
+        if self.srv.on_end is not None:
+            with contextlib.suppress(Exception):
+                self.srv.on_end(self.sid, end)
+
+    def post(self, outputs: list[AgentOutput] | None, samples: int) -> None:
+        if outputs:
+            self._threadsafe(self.apply, list(outputs), samples)
+
+    def post_error(self, message: str) -> None:
+        self._threadsafe(self.error, message, kind="server_error", code="agent_error")
+
+    def post_fatal(self, message: str) -> None:
+        def fatal() -> None:
+            self.error(message, kind="server_error", code="agent_error")
+            self.closing = True
+            self.loop.create_task(self._close_after_flush(1011, "agent failed"))
+
+        self._threadsafe(fatal)
+
+    def _threadsafe(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
+            self.loop.call_soon_threadsafe(lambda: fn(*args, **kw))
+
+    async def _close_after_flush(self, code: int, reason: str) -> None:
+        for _ in range(50):
+            if self.out.empty():
+                break
+            await asyncio.sleep(0.01)
+        await self.ws.close(code, reason)
+
+    def stop_worker(self) -> None:
+        while True:
+            try:
+                self.jobs.get_nowait()
+            except queue.Empty:
+                break
+        with contextlib.suppress(queue.Full):
+            self.jobs.put_nowait(("finish",))
+
+    # ------------------------------------------------------------------ main
+    async def run(self) -> None:
+        self.worker = threading.Thread(target=self.work, name=f"agent-{self.sid}", daemon=True)
+        self.worker.start()
+        self.emit(
+            {
+                "type": "session.created",
+                "session": server_session(self.dialect, self.settings, self.sid, MODEL_NAME),
+            }
+        )
+        tasks = [asyncio.create_task(self.sender()), asyncio.create_task(self.ticker())]
+        try:
+            async for message in self.ws:
+                self.receive(message)
+        except Exception:
+            pass  # a dropped connection ends the session like a close
+        finally:
+            self.alive = False
+            self.stop_worker()
+            for task in tasks:
+                task.cancel()
+            worker = self.worker
+            if worker is not None:
+                await asyncio.to_thread(worker.join, 10.0)
+
+    async def ticker(self) -> None:
+        """Idle ticks for the agent's clock and the playback completion estimate."""
+        period = self.srv.frame_ms / 1000
+        silent = np.zeros(self.frame, np.int16)
+        while self.alive:
+            await asyncio.sleep(period)
+            now = self.now()
+            if now - self.last_input_ns >= self.srv.idle_tick_ms * 1e6 and self.jobs.empty():
+                self.submit(("frame", silent, self.client_samples), frame=True)
+            for resp in self.responses.values():
+                if (
+                    resp.done
+                    and not resp.cut
+                    and not resp.completed_reported
+                    and resp.first_audio_ns is not None
+                    and now
+                    >= resp.first_audio_ns + (resp.sent_ms + self.srv.playback_grace_ms) * 1e6
+                ):
+                    resp.completed_reported = True
+                    report = PlaybackReport(resp.rid, "completed", resp.sent_ms)
+                    self.submit(("playback", report))
+
+    # ------------------------------------------------------------------ client events
+    def receive(self, message: str | bytes) -> None:
+        if isinstance(message, bytes):
+            self.error("binary frames are not part of the Realtime protocol; send JSON text")
+            return
+        if len(message.encode("utf-8", "surrogatepass")) > self.srv.max_message_bytes:
+            self.error(
+                f"message larger than {self.srv.max_message_bytes} bytes", code="message_too_large"
+            )
+            return
+        try:
+            event = json.loads(message)
+        except json.JSONDecodeError as exc:
+            self.error(f"malformed JSON: {exc.msg} (column {exc.colno})", code="invalid_json")
+            return
+        if not isinstance(event, dict):
+            self.error("a client event must be a JSON object", code="invalid_event")
+            return
+        etype = event.get("type")
+        eid = event.get("event_id") if isinstance(event.get("event_id"), str) else None
+        if not isinstance(etype, str):
+            self.error("missing string field 'type'", code="invalid_event", param="type")
+            return
+        handler = _CLIENT_HANDLERS.get(etype)
+        if handler is None:
+            known = etype in CLIENT_EVENT_TYPES
+            msg = (
+                f"{etype} is not supported by this server"
+                if known
+                else f"unknown client event type {etype!r}"
+            )
+            self.error(msg, code="unsupported_event" if known else "unknown_event", event_id=eid)
+            return
+        if self.srv.trace is not None:
+            self.srv.trace("client", event)
+        try:
+            handler(self, event)
+        except _Invalid as exc:
+            self.error(exc.message, code="invalid_value", param=exc.param, event_id=eid)
+
+    def on_session_update(self, ev: dict[str, Any]) -> None:
+        session = _field(ev, "session", dict)
+        settings, problems = read_session(session)
+        if problems:
+            raise _Invalid("; ".join(problems), "session")
+        self.settings.update(settings)
+        self.submit(("hook", "configure", (dict(self.settings),)))
+        self.emit(
+            {
+                "type": "session.updated",
+                "session": server_session(self.dialect, self.settings, self.sid, MODEL_NAME),
+            }
+        )
+
+    def on_append(self, ev: dict[str, Any]) -> None:
+        audio = _field(ev, "audio", str)
+        try:
+            pcm = b64_to_pcm16(audio)
+        except ValueError as exc:
+            raise _Invalid(str(exc), "audio") from None
+        self.last_input_ns = self.now()
+        x = self.in_rs.process_pcm16(pcm)
+        self.inbuf = np.concatenate([self.inbuf, x]) if self.inbuf.size else x
+        while self.inbuf.size >= self.frame:
+            frame, self.inbuf = self.inbuf[: self.frame], self.inbuf[self.frame :]
+            self.client_samples += self.frame
+            self.submit(("frame", frame, self.client_samples), frame=True)
+
+    def on_commit(self, ev: dict[str, Any]) -> None:
+        item = self.user_item or self.new_id("item")
+        self.user_item = None
+        self.emit({"type": "input_audio_buffer.committed", "item_id": item})
+        self.submit(("hook", "on_commit", ()))
+
+    def on_clear_input(self, ev: dict[str, Any]) -> None:
+        self.inbuf = np.zeros(0, np.int16)
+        self.emit({"type": "input_audio_buffer.cleared"})
+
+    def on_truncate(self, ev: dict[str, Any]) -> None:
+        item_id = _field(ev, "item_id", str)
+        content_index = _field(ev, "content_index", int)
+        end_ms = _field(ev, "audio_end_ms", int)
+        if content_index < 0 or end_ms < 0:
+            raise _Invalid("content_index and audio_end_ms must be >= 0", "audio_end_ms")
+        rid = self.item_to_response.get(item_id)
+        resp = self.responses.get(rid) if rid else None
+        if resp is None or resp.item_id != item_id:
+            raise _Invalid(f"no assistant audio item {item_id!r} in this session", "item_id")
+        if end_ms > resp.sent_ms + self.srv.frame_ms:
+            raise _Invalid(
+                f"audio_end_ms {end_ms} is longer than the item's audio ({resp.sent_ms:.0f} ms)",
+                "audio_end_ms",
+            )
+        resp.cut = True
+        self.submit(("playback", PlaybackReport(resp.rid, "interrupted", float(end_ms))))
+        self.emit(
+            {
+                "type": "conversation.item.truncated",
+                "item_id": item_id,
+                "content_index": content_index,
+                "audio_end_ms": end_ms,
+            }
+        )
+
+    def on_item_create(self, ev: dict[str, Any]) -> None:
+        item = _field(ev, "item", dict)
+        itype = item.get("type")
+        if itype not in ("message", "function_call", "function_call_output"):
+            raise _Invalid(f"item.type {itype!r} is not supported", "item.type")
+        item_id = item.get("id") if isinstance(item.get("id"), str) else self.new_id("item")
+        if itype == "function_call_output":
+            call_id = item.get("call_id")
+            output = item.get("output")
+            if not isinstance(call_id, str) or not isinstance(output, str):
+                raise _Invalid("a function_call_output needs string call_id and output", "item")
+            if call_id not in self.calls:
+                raise _Invalid(f"no function call {call_id!r} in this session", "item.call_id")
+            result, error = _tool_output(output)
+            self.submit(("tool", call_id, result, error))
+            ack: dict[str, Any] = {
+                "id": item_id,
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": output,
+                "object": "realtime.item",
+                "status": "completed",
+            }
+        else:
+            ack = {
+                k: v
+                for k, v in item.items()
+                if k in ("type", "role", "content", "name", "call_id", "arguments")
+            }
+            ack.update(id=item_id, object="realtime.item", status="completed")
+            self.submit(("hook", "on_item", (dict(item),)))
+        self._item_added(ack)
+
+    def _item_added(self, item: dict[str, Any]) -> None:
+        if self.dialect == "ga":
+            self.emit({"type": "conversation.item.added", "item": item})
+            self.emit({"type": "conversation.item.done", "item": item})
+        else:
+            self.emit({"type": "conversation.item.created", "item": _beta_item(item)})
+
+    def on_response_create(self, ev: dict[str, Any]) -> None:
+        if "response" in ev and not isinstance(ev["response"], dict | None):
+            raise _Invalid("response must be an object", "response")
+        self.submit(("hook", "on_response_request", ()))
+
+    def on_response_cancel(self, ev: dict[str, Any]) -> None:
+        rid = ev.get("response_id")
+        if rid is not None and not isinstance(rid, str):
+            raise _Invalid("response_id must be a string", "response_id")
+        rid = rid or self.open_rid
+        resp = self.responses.get(rid) if rid else None
+        if resp is None or resp.done:
+            raise _Invalid("there is no active response to cancel", "response_id")
+        resp.cut = True
+        self.close_response(resp, "cancelled", "client_cancelled")
+        self.submit(("hook", "on_response_cancel", (resp.rid,)))
+
+    def on_clear_output(self, ev: dict[str, Any]) -> None:
+        rid = self.open_rid or self.last_audio_rid
+        resp = self.responses.get(rid) if rid else None
+        if resp is None:
+            raise _Invalid("there is no response audio to clear", None)
+        self.clear(resp, "client_cancelled")
+        self.submit(("hook", "on_response_cancel", (resp.rid,)))
+
+    # ------------------------------------------------------------------ agent outputs
+    def apply(self, outputs: list[AgentOutput], samples: int) -> None:
+        """Turn agent outputs into server events (loop thread)."""
+        if not self.alive:
+            return
+        audio_ms = round(samples * 1000 / self.srv.sample_rate)
+        for out in outputs:
+            if isinstance(out, Stamped):
+                out = out.output
+            if isinstance(out, AudioOut):
+                self.audio(out)
+            elif isinstance(out, AgentEvent):
+                self.agent_event(out, audio_ms)
+            elif isinstance(out, ClearAudio):
+                rid = out.response_id or self.open_rid or self.last_audio_rid
+                resp = self.responses.get(rid) if rid else None
+                if resp is not None:
+                    self.clear(resp, "turn_detected")
+            elif isinstance(out, ToolCall):
+                self.tool_call(out)
+
+    def response(self, rid: str) -> _Response:
+        resp = self.responses.get(rid)
+        if resp is None:
+            resp = self.responses[rid] = _Response(rid)
+            self.open_rid = rid
+            self.emit({"type": "response.created", "response": self.response_doc(resp)})
+        return resp
+
+    def response_doc(self, resp: _Response, status: str = "in_progress", reason: str = "") -> Any:
+        doc: dict[str, Any] = {
+            "id": resp.rid,
+            "object": "realtime.response",
+            "status": status,
+            "output": [i if self.dialect == "ga" else _beta_item(i) for i in resp.items],
+        }
+        if self.dialect == "ga":
+            doc["output_modalities"] = ["audio"]
+        else:
+            doc["modalities"] = ["audio", "text"]
+        if status != "in_progress":
+            details: dict[str, Any] = {"type": status}
+            if reason:
+                details["reason"] = reason
+            doc["status_details"] = details
+        return doc
+
+    def audio(self, out: AudioOut) -> None:
+        resp = self.response(out.response_id)
+        if resp.done or resp.cut:
+            return  # audio of a cancelled or finished response is not sent
+        if resp.item_id is None:
+            resp.item_id = self.new_id("item")
+            self.item_to_response[resp.item_id] = resp.rid
+            item = {
+                "id": resp.item_id,
+                "object": "realtime.item",
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            resp.output_index = len(resp.items)
+            resp.items.append(item)
+            self.emit(
+                {
+                    "type": "response.output_item.added",
+                    "response_id": resp.rid,
+                    "output_index": resp.output_index,
+                    "item": item,
+                }
+            )
+            self.emit(
+                {
+                    "type": "response.content_part.added",
+                    "response_id": resp.rid,
+                    "item_id": resp.item_id,
+                    "output_index": resp.output_index,
+                    "content_index": 0,
+                    "part": {"type": "audio", "transcript": ""},
+                }
+            )
+            resp.resampler = StreamResampler(self.srv.sample_rate, PROTOCOL_RATE)
+        assert resp.resampler is not None
+        wire = resp.resampler.process_pcm16(np.asarray(out.pcm, dtype=np.int16).reshape(-1))
+        self.send_audio(resp, wire)
+
+    def send_audio(self, resp: _Response, wire: np.ndarray) -> None:
+        if not wire.size:
+            return
+        if resp.first_audio_ns is None:
+            resp.first_audio_ns = self.now()
+            self.last_audio_rid = resp.rid
+            self.submit(("playback", PlaybackReport(resp.rid, "started", 0.0)))
+        resp.sent_samples += int(wire.size)
+        self.emit(
+            {
+                "type": self.name("response.output_audio.delta"),
+                "response_id": resp.rid,
+                "item_id": resp.item_id,
+                "output_index": resp.output_index,
+                "content_index": 0,
+                "delta": pcm16_to_b64(wire),
+            }
+        )
+
+    def close_response(self, resp: _Response, status: str, reason: str = "") -> None:
+        if resp.done:
+            return
+        resp.done = True
+        if resp.resampler is not None and resp.item_id is not None:
+            if status != "cancelled":  # a cut response's held-back tail is not sent
+                self.send_audio(resp, resp.resampler.flush_pcm16())
+            resp.resampler = None
+            base = {
+                "response_id": resp.rid,
+                "item_id": resp.item_id,
+                "output_index": resp.output_index,
+                "content_index": 0,
+            }
+            self.emit({"type": self.name("response.output_audio.done"), **base})
+            self.emit(
+                {
+                    "type": "response.content_part.done",
+                    **base,
+                    "part": {"type": "audio", "transcript": ""},
+                }
+            )
+            item = resp.items[resp.output_index]
+            item["status"] = "completed" if status == "completed" else "incomplete"
+            item["content"] = [
+                {"type": "output_audio" if self.dialect == "ga" else "audio", "transcript": ""}
+            ]
+            self.emit(
+                {
+                    "type": "response.output_item.done",
+                    "response_id": resp.rid,
+                    "output_index": resp.output_index,
+                    "item": item if self.dialect == "ga" else _beta_item(item),
+                }
+            )
+        self.emit({"type": "response.done", "response": self.response_doc(resp, status, reason)})
+        if self.open_rid == resp.rid:
+            self.open_rid = None
+
+    def clear(self, resp: _Response, reason: str) -> None:
+        self.emit({"type": "output_audio_buffer.cleared", "response_id": resp.rid})
+        resp.cut = True
+        if not resp.done:
+            self.close_response(resp, "cancelled", reason)
+
+    def agent_event(self, ev: AgentEvent, audio_ms: int) -> None:
+        et = ev.event_type
+        if et == "vad.speech_started":
+            self.user_item = self.new_id("item")
+            if ev.utterance_id:
+                self.utterance_items.setdefault(ev.utterance_id, self.user_item)
+            self.emit(
+                {
+                    "type": "input_audio_buffer.speech_started",
+                    "audio_start_ms": audio_ms,
+                    "item_id": self.user_item,
+                }
+            )
+        elif et == "vad.speech_stopped":
+            item = self.user_item or self.new_id("item")
+            self.emit(
+                {
+                    "type": "input_audio_buffer.speech_stopped",
+                    "audio_end_ms": audio_ms,
+                    "item_id": item,
+                }
+            )
+            if self.settings.get("turn") != "manual":
+                self.emit({"type": "input_audio_buffer.committed", "item_id": item})
+                self.user_item = None
+            self.last_user_item = item
+        elif et in ("asr.final", "asr.partial"):
+            item = self._user_item_for(ev)
+            text = str(ev.data.get("text", ev.data.get("delta", "")) or "")
+            if et == "asr.final":
+                self.emit(
+                    {
+                        "type": "conversation.item.input_audio_transcription.completed",
+                        "item_id": item,
+                        "content_index": 0,
+                        "transcript": text,
+                        "usage": {"type": "duration", "seconds": 0.0},
+                    }
+                )
+            elif text:
+                self.emit(
+                    {
+                        "type": "conversation.item.input_audio_transcription.delta",
+                        "item_id": item,
+                        "content_index": 0,
+                        "delta": text,
+                    }
+                )
+        elif et == "response.created" and ev.response_id:
+            self.response(ev.response_id)
+        elif et in ("response.done", "response.cancelled") and ev.response_id:
+            resp = self.response(ev.response_id)
+            status = "cancelled" if et == "response.cancelled" else ev.data.get("status")
+            status = (
+                status
+                if status in ("completed", "cancelled", "failed", "incomplete")
+                else ("completed")
+            )
+            reason = "turn_detected" if status == "cancelled" else ""
+            if status == "cancelled":
+                resp.cut = True
+            self.close_response(resp, status, reason)
+        elif et == "session.error":
+            msg = ev.reason or str(ev.data.get("message") or ev.data.get("error") or "agent error")
+            self.error(msg, kind="server_error", code="agent_error")
+
+    def _user_item_for(self, ev: AgentEvent) -> str:
+        if ev.utterance_id and ev.utterance_id in self.utterance_items:
+            return self.utterance_items[ev.utterance_id]
+        return self.last_user_item or self.user_item or self.new_id("item")
+
+    def tool_call(self, call: ToolCall) -> None:
+        own = call.response_id is None or (
+            call.response_id in self.responses and self.responses[call.response_id].done
+        )
+        rid = self.new_id("resp") if own else str(call.response_id)
+        resp = self.response(rid)
+        item_id = self.new_id("item")
+        args = json.dumps(call.arguments, separators=(",", ":"))
+        item = {
+            "id": item_id,
+            "object": "realtime.item",
+            "type": "function_call",
+            "status": "in_progress",
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": "",
+        }
+        index = len(resp.items)
+        resp.items.append(item)
+        self.calls[call.call_id] = rid
+        self.emit(
+            {
+                "type": "response.output_item.added",
+                "response_id": rid,
+                "output_index": index,
+                "item": dict(item),
+            }
+        )
+        done: dict[str, Any] = {
+            "type": "response.function_call_arguments.done",
+            "response_id": rid,
+            "item_id": item_id,
+            "output_index": index,
+            "call_id": call.call_id,
+            "arguments": args,
+        }
+        if self.dialect == "ga":  # beta names the function in the output item only
+            done["name"] = call.name
+        self.emit(done)
+        item.update(status="completed", arguments=args)
+        self.emit(
+            {
+                "type": "response.output_item.done",
+                "response_id": rid,
+                "output_index": index,
+                "item": dict(item),
+            }
+        )
+        if own:
+            self.close_response(resp, "completed")
+
+
+class _Invalid(Exception):
+    def __init__(self, message: str, param: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+def _field(ev: dict[str, Any], key: str, kind: type) -> Any:
+    value = ev.get(key)
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        name = {dict: "an object", str: "a string", int: "an integer"}.get(kind, kind.__name__)
+        raise _Invalid(f"{ev.get('type')}: field '{key}' must be {name}", key)
+    return value
+
+
+def _tool_output(output: str) -> tuple[Any, str | None]:
+    """A function_call_output's text -> (result, error)."""
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return output, None
+    if isinstance(value, dict) and set(value) == {"error"} and value["error"]:
+        return None, str(value["error"])
+    return value, None
+
+
+def _beta_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A GA item in the beta shape (content part types ``audio`` / ``text``)."""
+    out = dict(item)
+    content = out.get("content")
+    rename = {"output_audio": "audio", "output_text": "text"}
+    if isinstance(content, list):
+        out["content"] = [
+            {**c, "type": rename.get(str(c.get("type")), c.get("type"))}
+            if isinstance(c, dict)
+            else c
+            for c in content
+        ]
+    return out
+
+
+_CLIENT_HANDLERS: dict[str, Callable[[_Connection, dict[str, Any]], None]] = {
+    "session.update": _Connection.on_session_update,
+    "input_audio_buffer.append": _Connection.on_append,
+    "input_audio_buffer.commit": _Connection.on_commit,
+    "input_audio_buffer.clear": _Connection.on_clear_input,
+    "conversation.item.truncate": _Connection.on_truncate,
+    "conversation.item.create": _Connection.on_item_create,
+    "response.create": _Connection.on_response_create,
+    "response.cancel": _Connection.on_response_cancel,
+    "output_audio_buffer.clear": _Connection.on_clear_output,
+}
+
+
+def serve_agent(
+    factory: Callable[[], DuplexAgent],
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token_env: str | None = None,
+    protocol: ProtocolChoice = "ga",
+    *,
+    ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """Serve ``factory``'s agents until interrupted (Ctrl-C); ``ready(url)`` once bound.
+
+    ``options`` go to ``RealtimeServer`` (frame_ms, max_message_bytes, on_end, ...).
+    """
+    server = RealtimeServer(
+        factory, host=host, port=port, token_env=token_env, protocol=protocol, **options
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(ready))

@@ -1,0 +1,1 @@
+"""Duplex agents the driver can run: in-process ones and socket links."""
