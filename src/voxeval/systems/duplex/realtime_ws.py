@@ -271,6 +271,11 @@ class RealtimeAgentLink:
         with self._lock:
             self.stats[key] += n
 
+    def poll(self, now_ns: int) -> list[AgentOutput]:
+        """What arrived since the last call, without sending anything (the driver polls
+        between frames so events keep their receipt times)."""
+        return self._drain()
+
     def _drain(self) -> list[AgentOutput]:
         with self._lock:
             out, self._out = self._out, []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,10 @@ def write_bundle(
     clock: ClockInfo,
     device: str | None = None,
     extra: dict[str, Any] | None = None,
+    extra_files: Mapping[str, Callable[[Path], Any]] | None = None,
 ) -> Path:
-    """Write ``result`` into ``folder`` (created) and return it."""
+    """Write ``result`` into ``folder`` (created) and return it. ``extra_files``: name ->
+    writer(path) of more files to keep and hash (e.g. a socket link's raw protocol log)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     sr = result.sample_rate
@@ -59,6 +62,10 @@ def write_bundle(
     doc = result.scenario.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     names.append("scenario.yaml")
+    for name, writer in (extra_files or {}).items():
+        writer(folder / name)
+        if (folder / name).is_file():
+            names.append(name)
     manifest = BundleManifest(
         session_id=result.session_id,
         scenario=ScenarioRef(id=result.scenario.id, version=result.scenario.version),

@@ -383,7 +383,7 @@ def _gen_tv(gen: Generate, n: int, sr: int, speech: SpeechRenderer | None) -> _M
     from voxeval.suites.asr.music import render_music
 
     bed = render_music(n / sr + 0.05, sr, seed=gen.seed, style="strings", renderer="builtin")
-    mix = talk + 10 ** (-14 / 20) * bed.samples[:n].astype(np.float64)
+    mix = talk + 10 ** (-20 / 20) * bed.samples[:n].astype(np.float64)
     # a TV loudspeaker across the room: band-limited, some room sound
     out = _room(_bandpass(mix, sr, 180.0, 6000.0), sr, rng, 0.35, 0.3)
     return out, info
@@ -441,7 +441,7 @@ def _gen_echo(gen: Generate, n: int, sr: int, speech: SpeechRenderer | None) -> 
     tail = rng.standard_normal(length - tail_start) * np.exp(
         -np.arange(length - tail_start) / (0.05 * sr)
     )
-    ir[tail_start:] += 0.15 * tail
+    ir[tail_start:] += 0.03 * tail  # diffuse energy ~ 1/3 of the direct path
     band = np.tanh(2.0 * _bandpass(dry, sr, 300.0, 3400.0) / (np.max(np.abs(dry)) or 1.0))
     out: np.ndarray = fftconvolve(band, ir)[:n]
     info["delay_ms"] = round(delay_ms, 1)
@@ -474,6 +474,8 @@ def _gen_cough(gen: Generate, n: int, sr: int, speech: SpeechRenderer | None) ->
         pitch = rng.uniform(130, 220)
         voiced = np.sign(np.sin(2 * np.pi * pitch * t)) * np.exp(-t / 0.12) * (t > 0.04)
         y = env * burst + 0.15 * _bandpass(voiced, sr, 100.0, 2500.0) * attack
+        tail = min(y.size, int(0.02 * sr))
+        y[y.size - tail :] *= np.linspace(1.0, 0.0, tail)
         seg = y[: n - pos]
         out[pos : pos + seg.size] += seg
         starts.append(round(1000 * pos / sr))
@@ -481,9 +483,7 @@ def _gen_cough(gen: Generate, n: int, sr: int, speech: SpeechRenderer | None) ->
     return out, {"coughs": len(starts), "onsets_ms": starts}
 
 
-def _gen_keyboard(
-    gen: Generate, n: int, sr: int, speech: SpeechRenderer | None
-) -> _Made:
+def _gen_keyboard(gen: Generate, n: int, sr: int, speech: SpeechRenderer | None) -> _Made:
     """Typing: key clicks (a sharp high-passed transient plus a damped 'thock'), a softer
     release click, 90-250 ms between keys, longer gaps between words."""
     from scipy.signal import lfilter

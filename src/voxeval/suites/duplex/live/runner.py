@@ -229,6 +229,8 @@ def _one_session(
     sid = f"{sc.id}-r{r}-{store.run_id[-4:]}"
     try:
         result = run_session(sc, audio, instance, cfg, sid)
+        raw_log = getattr(instance, "write_raw_log", None)
+        extra_files = {"realtime.jsonl": raw_log} if callable(raw_log) else {}
     finally:
         close = getattr(instance, "close", None)
         if callable(close):
@@ -252,6 +254,7 @@ def _one_session(
         provenance=provenance,
         clock=clock,
         extra={"repeat": r, "agent_spec": agent},
+        extra_files=extra_files,
     )
     ref = bundle_ref(
         path=store.path / stored,

@@ -121,7 +121,9 @@ def _from_set_file(path: Path) -> ScenarioSet:
             item = known[entry]
         sid = item[0].id
         if sid in first:
-            problems.append(f"{path}:{number}: scenario {sid!r} is listed twice (line {first[sid]})")
+            problems.append(
+                f"{path}:{number}: scenario {sid!r} is listed twice (line {first[sid]})"
+            )
             continue
         first[sid] = number
         out.append(item)

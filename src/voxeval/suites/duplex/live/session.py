@@ -368,17 +368,34 @@ class _Session:
         return time.monotonic_ns() - self.t_start
 
     def _pace(self, nominal_ns: int) -> None:
-        """Real clock: wait for the frame's deadline, then record how late it is sent."""
+        """Real clock: wait for the frame's deadline, then record how late it is sent.
+
+        An agent with ``poll(now_ns)`` (a socket link) is polled about every millisecond while
+        waiting, so what it received is handled at its receipt time, not at the next frame."""
         deadline = self.t_start + nominal_ns
+        poll = getattr(self.agent, "poll", None)
         while True:
             left = deadline - time.monotonic_ns()
             if left <= 0:
                 break
-            if left > 2_000_000:
+            if poll is not None and self.dead is None:
+                self._call(self._real_now(), poll)
+                self._drain_queue(self._real_now())
+                left = deadline - time.monotonic_ns()
+                if left > 0:
+                    time.sleep(min(left, 1_000_000) / 1e9)
+            elif left > 2_000_000:
                 time.sleep((left - 1_500_000) / 1e9)
             else:
                 time.sleep(0)  # the last ~2 ms: yield, then check again
         self.pacing.append((time.monotonic_ns() - deadline) / 1e6)
+
+    def _drain_queue(self, now_ns: int) -> None:
+        """Handle everything queued up to ``now_ns``, each at its own time."""
+        while self.queue and self.queue[0][0] <= now_ns:
+            ns, _, kind, payload = heapq.heappop(self.queue)
+            self._render(self._sample(ns))
+            self._handle(ns, kind, payload)
 
     def _ns(self, sample: int) -> int:
         return sample * 1_000_000_000 // self.sr
@@ -482,7 +499,9 @@ class _Session:
         for out in outputs or []:
             at = done
             if isinstance(out, Stamped):
-                at, out = max(out.ns, self._ns(self.player.pos)), out.output
+                at, out = out.ns, out.output
+                if isinstance(out, AudioOut | ClearAudio):  # the player cannot act in the past
+                    at = max(at, self._ns(self.player.pos))
             delay = self.link.transit_ms(at / 1e6, "downlink")
             if delay is None:
                 if isinstance(out, AudioOut):
@@ -650,18 +669,13 @@ class _Session:
             self.next_frame = t0 + self.frame
             now = self._ns(t0)
             self._faults(now)
-            while self.queue and self.queue[0][0] <= now:
-                ns, _, kind, payload = heapq.heappop(self.queue)
-                self._render(self._sample(ns))
-                self._handle(ns, kind, payload)
+            self._drain_queue(now)
             self._render(t0)
             if self._finished(t0) or t0 >= cap:
                 break
             if self.cfg.clock == "real":
                 self._pace(now)
-                while self.queue and self.queue[0][0] <= now:  # what came while we waited
-                    ns, _, kind, payload = heapq.heappop(self.queue)
-                    self._handle(ns, kind, payload)
+                self._drain_queue(now)  # what came while we waited
             end = t0 + self.frame
             frame = np.zeros(self.frame, np.float32)
             if t0 < self.input.size:
