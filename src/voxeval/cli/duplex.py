@@ -83,6 +83,87 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
     click.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
+@duplex.command("render")
+@click.option(
+    "--scenarios",
+    "-s",
+    "scenarios_spec",
+    required=True,
+    help="A shipped set (default, demo), a scenario folder, a scenario YAML or a set file "
+    "(one scenario id or YAML path per line).",
+)
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for OUT/<scenario>/<segment>.wav and OUT/index.json (printed as the last line).",
+)
+@click.option(
+    "--clips",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Your own recordings, CLIPS/<scenario_id>/<segment_id>.wav: they replace say and "
+    "generate segments.",
+)
+@click.option(
+    "--rate",
+    default=16_000,
+    show_default=True,
+    type=click.IntRange(8_000, 48_000),
+    help="Sample rate of the rendered WAVs (Hz).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Synthesized speech cache [default: $VOXEVAL_CACHE/render or ~/.cache/voxeval/render].",
+)
+@click.option("--no-cache", is_flag=True, help="Synthesize everything again, keep nothing.")
+def render_cmd(
+    scenarios_spec: str,
+    out: Path,
+    clips: Path | None,
+    rate: int,
+    cache_dir: Path | None,
+    no_cache: bool,
+) -> None:
+    """Render scenario segments to audio: one WAV per segment plus index.json.
+
+    Deterministic: the same scenarios give bit-identical samples (index.json lists a sha256
+    per segment). Exit 0 when everything was written; 2 for unknown scenarios or sets, invalid
+    scenarios, missing synthesizers (the message names the install step) or bad clips.
+    """
+    from voxeval.cli.common import EXIT_USAGE
+    from voxeval.core.errors import AudioError, BackendUnavailable, InputError
+    from voxeval.suites.duplex.live.render import default_cache_dir, render_to_folder
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+
+    cache = None if no_cache else (cache_dir or default_cache_dir())
+    try:
+        items = load_scenario_set(scenarios_spec)
+        with progress_bar() as progress:
+            task = progress.add_task("scenarios", total=len(items), status="")
+            index = render_to_folder(
+                items,
+                out,
+                sample_rate=rate,
+                cache_dir=cache,
+                clips=clips,
+                on_scenario=lambda sc: progress.advance(task),
+            )
+    except (InputError, BackendUnavailable, AudioError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    n_segments = sum(len(s["segments"]) for s in index["scenarios"])
+    stats = index["synthesis"]
+    click.echo(
+        f"{len(items)} scenario(s), {n_segments} segment(s) at {rate} Hz; "
+        f"{stats['synthesized']} synthesized, {stats['cache_hits']} from the cache; "
+        f"index: {out / 'index.json'}",
+        err=True,
+    )
+    print_result_path(out)
+
+
 @duplex.command("score")
 @click.argument("bundles", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
