@@ -10,10 +10,12 @@ from voxeval.core.errors import InputError
 from voxeval.reference.policy import SWITCHES, Policy, PolicyError
 
 
-def test_careful_has_no_failure_switch_and_naive_has_all() -> None:
+def test_careful_has_no_failure_switch_and_naive_has_all_but_its_opposite() -> None:
     careful, naive = Policy.parse("careful"), Policy.parse("naive")
     assert careful == Policy.careful() and careful.failures_on() == []
-    assert naive.failures_on() == list(SWITCHES)
+    # naive stops on any sound; keeping on talking over barge-ins is the opposite failure
+    assert naive.failures_on() == [s for s in SWITCHES if s != "ignores_interruptions"]
+    assert not naive.ignores_interruptions
     assert naive.slow_stop_ms == 400 and naive.confirms_irreversible is False
     assert naive.answers_backchannels and naive.writes_after_stop and naive.repeats_side_effects
 

@@ -8,7 +8,9 @@ which layer reads it and which metric is expected to catch it.
 Spec strings (``Policy.parse``)::
 
     careful                                   no failure switch on
-    naive                                     every failure switch on
+    naive                                     every failure switch on except
+                                              ignores_interruptions (naive stops on any
+                                              sound, the opposite failure)
     careful+answers_backchannels,writes_after_stop
     careful+slow_stop_ms=600                  an integer switch needs a value
     careful+confirms_irreversible=false       booleans take true/false/yes/no/on/off/1/0
@@ -54,7 +56,7 @@ SWITCHES: dict[str, SwitchInfo] = {
         "keeps talking over a real barge-in",
         "turn",
         "missed interruption rate",
-        True,
+        False,  # naive stops on any sound (answers_backchannels); this is its opposite
     ),
     "jumps_into_pauses": SwitchInfo(
         "short endpointing without a completeness check: answers into mid-sentence pauses",

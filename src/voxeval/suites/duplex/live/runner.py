@@ -101,7 +101,11 @@ def run_scenarios(
     ``clock``: ``virtual`` (default for in-process agents) or ``real`` (default, and the only
     choice, for socket agents). ``factory`` overrides the registry (tests, the demo).
     """
-    from voxeval.suites.duplex.bundle import BundleRef, score_ref
+    from voxeval.suites.duplex.acoustic import detector_info
+    from voxeval.suites.duplex.bundle import BUNDLE_METRICS_VERSION, BundleRef, score_ref
+    from voxeval.suites.duplex.metrics import METRICS_VERSION as LEDGER_METRICS_VERSION
+    from voxeval.suites.duplex.task import TASK_METRICS_VERSION
+    from voxeval.suites.duplex.turns import TURNS_VERSION
 
     transport = _transport(agent)
     clock = clock or ("real" if transport == "socket" else "virtual")
@@ -130,7 +134,13 @@ def run_scenarios(
             {"id": sc.id, "version": sc.version, "sha256": file_sha256(path)}
             for sc, path in scenarios
         ],
-        "detector": detector,
+        "detector": detector_info(detector),
+        "metrics_version": BUNDLE_METRICS_VERSION,
+        "versions": {
+            "ledger_metrics": LEDGER_METRICS_VERSION,
+            "turns": TURNS_VERSION,
+            "task": TASK_METRICS_VERSION,
+        },
     }
     items = [
         Item(
