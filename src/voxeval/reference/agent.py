@@ -9,8 +9,8 @@ in-process ``DuplexAgent`` API, so the driver runs it on a virtual clock, and
 Turn layer (``Policy`` switches in brackets)
 ============================================
 *Speech* starts when the Silero probability of a chunk reaches 0.5 and ends when it drops
-under 0.35 (Silero's own hysteresis). An utterance's *level* is the mean level (dBFS) of its
-speech chunks; the caller's *reference level* is the median level of the utterances accepted
+under 0.35 (Silero's own hysteresis). An utterance's *level* is the power mean of its speech
+chunks' levels (dBFS); the caller's *reference level* is the median level of the utterances accepted
 so far.
 
 - **Bystander gate**: an utterance more than ``BYSTANDER_REL_DB`` (10 dB) under the reference
@@ -332,7 +332,12 @@ class ReferenceAgent(AgentBase):
     # -- helpers: caller level, speaking state ----------------------------------------------
     @staticmethod
     def _level(utt: _Utterance) -> float:
-        return float(np.mean(utt.levels)) if utt.levels else -120.0
+        """Power mean of the speech chunks' levels (dBFS): dominated by the loud syllables,
+        like an active speech level."""
+        if not utt.levels:
+            return -120.0
+        power = np.mean(10.0 ** (np.asarray(utt.levels) / 10.0))
+        return float(10.0 * np.log10(max(power, 1e-12)))
 
     def _caller(self, utt: _Utterance) -> bool:
         if self.policy.answers_bystanders or not self.levels:

@@ -25,7 +25,12 @@ CHUNK = 512
 """Silero's window at 16 kHz (32 ms)."""
 SR = 16_000
 TTS_SPEC = "piper?noise_scale=0&noise_w=0"
-ASR_SPEC = "faster-whisper"
+ASR_PROMPT = (
+    "Riverside Dental appointment desk. Book, move or cancel an appointment, for example on "
+    "August tenth at ten a.m. My number is 555 0100. Uh huh. Mm hmm."
+)
+"""Whisper's initial prompt: the desk's vocabulary (a deployed agent would do the same)."""
+ASR_SPEC = "faster-whisper?prompt=" + ASR_PROMPT.replace(" ", "+").replace(",", "%2C")
 
 _lock = threading.Lock()
 

