@@ -36,6 +36,7 @@ time.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import deque
@@ -165,6 +166,8 @@ class ReferenceAgent(AgentBase):
         self.playing: str | None = None
         """Response whose playback the client reported started and not yet ended."""
         self.delayed: list[tuple[float, list[AgentOutput]]] = []
+        self.unplayed: list[str] = []
+        """Responses sent (at least in part) whose playback has not started."""
         self.totals: dict[str, float] = {}
         return []
 
@@ -336,8 +339,8 @@ class ReferenceAgent(AgentBase):
         like an active speech level."""
         if not utt.levels:
             return -120.0
-        power = np.mean(10.0 ** (np.asarray(utt.levels) / 10.0))
-        return float(10.0 * np.log10(max(power, 1e-12)))
+        power = float(np.mean(10.0 ** (np.asarray(utt.levels) / 10.0)))
+        return 10.0 * math.log10(max(power, 1e-12))
 
     def _caller(self, utt: _Utterance) -> bool:
         if self.policy.answers_bystanders or not self.levels:
@@ -384,6 +387,7 @@ class ReferenceAgent(AgentBase):
             return out
         if not r.created:
             r.created = True
+            self.unplayed.append(r.rid)
             out.append(
                 AgentEvent(
                     "response.created",
@@ -443,10 +447,15 @@ class ReferenceAgent(AgentBase):
                 response_id=rid,
             )
         ]
+        # everything sent is dropped from the client's buffer, not only the response playing
         stop: list[AgentOutput] = [
-            ClearAudio(rid, "user barge-in"),
+            ClearAudio(None, "user barge-in"),
             AgentEvent("response.done", {"status": "cancelled"}, response_id=rid),
         ]
+        for other in [x for x in self.unplayed if x != rid]:
+            self.unplayed.remove(other)
+            total = self.totals.get(other, 0.0)
+            stop += self._dm(self.dm.on_heard(other, 0.0, max(total, 1.0), now))
         dropped = [r for r in self.queue]
         self.queue.clear()
         if self.current is not None and self.current.rid == rid:
@@ -471,6 +480,8 @@ class ReferenceAgent(AgentBase):
     # -- client reports ---------------------------------------------------------------------
     def on_playback(self, report: PlaybackReport, now_ns: int) -> list[AgentOutput]:
         now = now_ns / 1e6
+        if report.response_id in self.unplayed:
+            self.unplayed.remove(report.response_id)
         if report.status == "started":
             self.playing = report.response_id
             return self._dm(self.dm.on_playback_started(report.response_id, now))
