@@ -145,6 +145,7 @@ class SessionResult:
     tool_audit: dict[str, Any]
     skipped: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    route: str = "direct"
 
 
 # --------------------------------------------------------------------------- truth edges
@@ -714,7 +715,6 @@ class _Session:
                 )
                 session_end = SessionEnd()
         self.compute_s += time.perf_counter() - tick
-        self.log("session.disconnected", end_ns, reason="session end")
         n = self.player.pos
         inp = np.zeros(n, np.float32)
         m = min(n, self.input.size)
@@ -730,6 +730,7 @@ class _Session:
             end=session_end,
             tool_audit=audit,
             skipped=self.skipped,
+            route=self.cfg.route,
             stats={
                 "duration_s": round(n / self.sr, 3),
                 "agent_calls": self.calls,
