@@ -515,10 +515,13 @@ def gate_cmd(
 )
 @click.option(
     "--agent",
-    default="reference:careful",
+    "agents",
+    multiple=True,
+    default=("reference:careful",),
     show_default=True,
     help="ws://HOST:PORT (OpenAI Realtime), reference[:POLICY], python:module:factory, echo, "
-    "energy.",
+    "energy. Repeatable: each agent is a system of the run (compare them with "
+    "`voxeval compare RUN RUN`).",
 )
 @results_out_option
 @click.option(
@@ -568,7 +571,7 @@ def gate_cmd(
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault models.")
 def run_cmd(
     scenario_set: str,
-    agent: str,
+    agents: tuple[str, ...],
     out: Path,
     only: tuple[str, ...],
     repeat: int,
@@ -608,10 +611,11 @@ def run_cmd(
                     click.echo(problem.format(), err=True)
                 sys.exit(EXIT_USAGE)
         with progress_bar() as progress:
-            task = progress.add_task("sessions", total=len(scenarios) * repeat, status="")
+            total = len(scenarios) * repeat * len(agents)
+            task = progress.add_task("sessions", total=total, status="")
             store = run_scenarios(
                 scenarios,
-                agent,
+                list(agents),
                 out,
                 repeat=repeat,
                 resume=resume,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +72,20 @@ def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
     return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
 
 
+def _agent_key(spec: str) -> str:
+    """A folder name for an agent spec."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", spec).strip("._") or "agent"
+
+
 def _transport(spec: str) -> str:
     return "socket" if spec.startswith(("ws://", "wss://", "pcm-ws:")) else "in_process"
 
 
 def run_scenarios(
     scenarios: Sequence[tuple[Scenario, Path]],
-    agent: str,
+    agent: str | Sequence[str],
     out: str | Path,
     *,
     repeat: int = 1,
@@ -91,15 +98,18 @@ def run_scenarios(
     clips: str | Path | None = None,
     cache_dir: str | Path | None = None,
     seed: int = 0,
-    factory: AgentFactory | None = None,
+    factory: AgentFactory | Mapping[str, AgentFactory] | None = None,
     on_plan: Callable[[int], None] | None = None,
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
 ) -> RunStore:
-    """Run every scenario ``repeat`` times against ``agent`` into ``out/<run_id>/``.
+    """Run every scenario ``repeat`` times against ``agent`` (one spec, or several: each is
+    a system of the run) into ``out/<run_id>/``.
 
     ``clock``: ``virtual`` (default for in-process agents) or ``real`` (default, and the only
-    choice, for socket agents). ``factory`` overrides the registry (tests, the demo).
+    choice, when a socket agent is among them). ``factory`` overrides the registry (tests):
+    one factory for a single agent, or spec -> factory. With one agent a session's bundle is
+    ``bundles/<scenario>/<repeat>/``; with several, ``bundles/<scenario>/<repeat>/<agent>/``.
     """
     from voxeval.suites.duplex.acoustic import detector_info
     from voxeval.suites.duplex.bundle import BUNDLE_METRICS_VERSION, BundleRef, score_ref
@@ -107,19 +117,28 @@ def run_scenarios(
     from voxeval.suites.duplex.task import TASK_METRICS_VERSION
     from voxeval.suites.duplex.turns import TURNS_VERSION
 
-    transport = _transport(agent)
-    clock = clock or ("real" if transport == "socket" else "virtual")
-    if transport == "socket" and clock != "real":
-        raise InputError(f"{agent}: a socket agent runs on the real clock only")
-    if factory is None:
-        factory, agent_info = build_agent_factory(agent)
-    else:
-        agent_info = dict(getattr(factory, "info", None) or {"backend": "given"})
+    agents = [agent] if isinstance(agent, str) else list(dict.fromkeys(agent))
+    if not agents:
+        raise InputError("no agent given")
+    transports = {a: _transport(a) for a in agents}
+    sockets = [a for a, t in transports.items() if t == "socket"]
+    clock = clock or ("real" if sockets else "virtual")
+    if sockets and clock != "real":
+        raise InputError(f"{sockets[0]}: a socket agent runs on the real clock only")
+    factories: dict[str, AgentFactory] = {}
+    infos: dict[str, dict[str, Any]] = {}
+    for a in agents:
+        given = factory.get(a) if isinstance(factory, Mapping) else factory
+        if given is None:
+            factories[a], infos[a] = build_agent_factory(a)
+        else:
+            factories[a] = given
+            infos[a] = dict(getattr(given, "info", None) or {"backend": "given"})
     config = {
         "mode": "bundles",
         "live": {
-            "agent": agent,
-            "transport": transport,
+            "agent": agents[0] if len(agents) == 1 else agents,
+            "transport": transports[agents[0]] if len(agents) == 1 else transports,
             "clock": clock,
             "compute": compute if clock == "virtual" else None,
             "route": route,
@@ -129,7 +148,7 @@ def run_scenarios(
             "clips": str(clips) if clips else None,
             "version": LIVE_VERSION,
         },
-        "systems": [agent],
+        "systems": agents,
         "scenarios": [
             {"id": sc.id, "version": sc.version, "sha256": file_sha256(path)}
             for sc, path in scenarios
@@ -151,12 +170,13 @@ def run_scenarios(
         for sc, path in scenarios
     ]
     store, done, _ = RunStore.start_or_resume(Path(out), "duplex", config, items, resume)
-    store.update_info(agent=agent_info)
+    store.update_info(agent=infos[agents[0]] if len(agents) == 1 else infos)
     todo = [
-        (sc, path, r)
+        (a, sc, path, r)
+        for a in agents
         for sc, path in scenarios
         for r in range(repeat)
-        if (sc.id, agent, r) not in done
+        if (sc.id, a, r) not in done
     ]
     if on_plan:
         on_plan(len(todo))
@@ -168,23 +188,27 @@ def run_scenarios(
         route=route,
         seed=seed,
     )
-    provenance = Provenance(
-        transport=transport,  # type: ignore[arg-type]
-        clock="monotonic" if clock == "real" else "virtual",
-        playback="modelled",
-        capture="none",
-        traffic="synthetic",
-        acoustic_events="output_stream",
-    )
     try:
-        for sc, path, r in todo:
+        for a, sc, path, r in todo:
+            provenance = Provenance(
+                transport=transports[a],  # type: ignore[arg-type]
+                clock="monotonic" if clock == "real" else "virtual",
+                playback="modelled",
+                capture="none",
+                traffic="synthetic",
+                acoustic_events="output_stream",
+            )
+            stored = f"bundles/{sc.id}/{r}"
+            if len(agents) > 1:
+                stored += f"/{_agent_key(a)}"
             rec = _one_session(
                 sc,
                 path,
                 r,
-                agent,
-                factory,
-                agent_info,
+                a,
+                factories[a],
+                infos[a],
+                stored,
                 store,
                 session_cfg,
                 provenance,
@@ -211,6 +235,7 @@ def _one_session(
     agent: str,
     factory: AgentFactory,
     agent_info: dict[str, Any],
+    stored: str,
     store: RunStore,
     cfg: SessionConfig,
     provenance: Provenance,
@@ -225,7 +250,6 @@ def _one_session(
 
     started = utc_now()
     t0 = time.perf_counter()
-    stored = f"bundles/{sc.id}/{r}"
     try:
         audio = render_segments(
             sc, path.parent, sample_rate=cfg.sample_rate, cache_dir=cache, clips=clips

@@ -1,0 +1,167 @@
+"""duplex run: scenarios x agents x repeats into one run, bundles, records, resume, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.conftest import SHARED
+from voxeval.cli.main import cli
+
+ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
+pytestmark = pytest.mark.skipif(
+    not ARCTIC.is_dir(), reason=f"needs ../shared/data read speech ({ARCTIC})"
+)
+
+
+def scenario_dir(tmp: Path) -> Path:
+    folder = tmp / "scenarios"
+    folder.mkdir()
+    shutil.copy(ARCTIC / "aew_arctic_a0001.wav", folder / "a.wav")
+    shutil.copy(ARCTIC / "aew_arctic_a0002.wav", folder / "b.wav")
+    doc: dict[str, Any] = {
+        "id": "cut-in",
+        "version": 1,
+        "category": "interruption",
+        "segments": [
+            {
+                "id": "ask",
+                "role": "user",
+                "audio": "a.wav",
+                "at_ms": 300,
+                "intents": ["start"],
+                "expected_actions": ["listen"],
+            },
+            {
+                "id": "cut",
+                "role": "user",
+                "audio": "b.wav",
+                "intents": ["interrupt"],
+                "expected_actions": ["interrupt"],
+                "after": {"event": "playback.started", "ref": "ask", "offset_ms": 800},
+            },
+        ],
+    }
+    (folder / "cut-in.yaml").write_text(yaml.safe_dump(doc))
+    broken = dict(doc, id="broken")
+    broken["segments"] = [dict(doc["segments"][0], audio="a.wav")]
+    (folder / "broken.yaml").write_text(yaml.safe_dump(broken))
+    return folder
+
+
+def run(args: list[str], code: int = 0) -> tuple[Path, str]:
+    res = CliRunner().invoke(cli, ["duplex", "run", *args], catch_exceptions=False)
+    assert res.exit_code == code, res.output
+    lines = res.stdout.strip().splitlines()
+    return Path(lines[-1] if lines else "."), res.stderr
+
+
+def records(path: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
+    out = {}
+    for line in (path / "records.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        out[(r["id"], r["system"], r["repeat"])] = r
+    return out
+
+
+def test_two_agents_repeats_resume_and_error_records(tmp_path: Path) -> None:
+    folder = scenario_dir(tmp_path)
+    (folder / "a.wav").rename(folder / "a-moved.wav")  # `broken` and `cut-in` cannot render
+    shutil.copy(folder / "a-moved.wav", folder / "a2.wav")
+    doc = yaml.safe_load((folder / "cut-in.yaml").read_text())
+    doc["segments"][0]["audio"] = "a2.wav"
+    (folder / "cut-in.yaml").write_text(yaml.safe_dump(doc))
+    (folder / "broken.yaml").write_text(
+        (folder / "broken.yaml").read_text().replace("a.wav", "a-moved.wav")
+    )
+    out = tmp_path / "runs"
+    agents = ["--agent", "energy?threshold_dbfs=-30", "--agent", "energy?yields=false"]
+    path, _ = run(
+        [
+            "--scenarios",
+            str(folder),
+            *agents,
+            "--repeat",
+            "2",
+            "--detector",
+            "energy",
+            "--out",
+            str(out),
+        ]
+    )
+    recs = records(path)
+    assert len(recs) == 2 * 2 * 2  # scenarios x agents x repeats
+    ok = recs[("cut-in", "energy?threshold_dbfs=-30", 1)]
+    assert ok["status"] == "ok" and ok["output"]["unit"] == "cut-in#1"
+    bundle = path / ok["output"]["bundle"]
+    assert bundle == path / "bundles" / "cut-in" / "1" / "energy_threshold_dbfs=-30"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["provenance"]["clock"] == "virtual" and manifest["route"] == "direct"
+    # the agent that never yields misses the interruption that the other one takes
+    yielding = ok["metrics"]["rates"]["missed_interruption_rate"]
+    stubborn = recs[("cut-in", "energy?yields=false", 1)]["metrics"]["rates"]
+    assert yielding["k"] == 0
+    assert (
+        stubborn["missed_interruption_rate"]["k"] == stubborn["missed_interruption_rate"]["n"] == 1
+    )
+    # a scenario whose audio is gone is an error record; the others ran
+    assert recs[("broken", "energy?yields=false", 0)]["status"] == "ok"  # a-moved.wav exists
+    report = json.loads((path / "report.json").read_text())
+    assert {s["system"] for s in report["systems"]} == set(agents[1::2])
+
+    # a killed run: drop the last two records, resume, nothing else is redone
+    lines = (path / "records.jsonl").read_text().splitlines()
+    kept = lines[:-2]
+    (path / "records.jsonl").write_text("".join(x + "\n" for x in kept))
+    before = {json.loads(x)["started_at"] for x in kept}
+    again, _ = run(
+        [
+            "--scenarios",
+            str(folder),
+            *agents,
+            "--repeat",
+            "2",
+            "--detector",
+            "energy",
+            "--resume",
+            "--out",
+            str(out),
+        ]
+    )
+    assert again == path
+    after = [json.loads(x) for x in (path / "records.jsonl").read_text().splitlines()]
+    assert len(after) == 8 and before <= {r["started_at"] for r in after}
+
+
+def test_render_and_agent_failures_are_error_records(tmp_path: Path) -> None:
+    folder = scenario_dir(tmp_path)
+    doc = yaml.safe_load((folder / "cut-in.yaml").read_text())
+    doc["segments"][1].pop("audio")
+    doc["segments"][1].update(say="Stop, please.", voice="no-such-synthesizer")
+    (folder / "cut-in.yaml").write_text(yaml.safe_dump(doc))
+    args = ["--scenarios", str(folder), "--agent", "energy", "--detector", "energy"]
+    path, err = run([*args, "--out", str(tmp_path / "runs")])
+    recs = records(path)
+    bad = recs[("cut-in", "energy", 0)]
+    assert bad["status"] == "error" and bad["error"]["kind"] == "render"
+    assert "no-such-synthesizer" in bad["error"]["message"]
+    assert recs[("broken", "energy", 0)]["status"] == "ok"  # the next scenario ran
+    assert "not scored: cut-in (render)" in err
+    # a scenario file that points at missing audio is refused before anything runs
+    (folder / "b.wav").unlink()
+    seg = {k: v for k, v in doc["segments"][1].items() if k not in ("say", "voice")}
+    doc["segments"][1] = {**seg, "audio": "b.wav"}
+    (folder / "cut-in.yaml").write_text(yaml.safe_dump(doc))
+    _, err = run([*args, "--out", str(tmp_path / "runs")], code=2)
+    assert "cut-in.yaml:" in err and "b.wav" in err
+    (folder / "cut-in.yaml").unlink()
+    _, err = run(["--scenarios", str(folder), "--agent", "python:no_such_module:make"], code=2)
+    assert "no_such_module" in err
+    _, err = run(["--scenarios", str(folder), "--only", "nothing-*"], code=2)
+    assert "no scenario matches" in err
