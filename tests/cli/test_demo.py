@@ -25,7 +25,8 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
     demo = Path(proc.stdout.strip().splitlines()[-1])
     assert demo.parent == tmp_path and demo.name.startswith("demo-")
     report = json.loads((demo / "report.json").read_text())
-    assert report["suite"] == "demo" and [s["suite"] for s in report["sections"]] == ["asr"]
+    assert report["suite"] == "demo"
+    assert [s["suite"] for s in report["sections"]] == ["asr", "duplex"]
     asr = report["sections"][0]["report"]
     systems = {s["system"]: s for s in asr["systems"]}
     assert set(systems) == {"faster-whisper", "pocketsphinx"}
@@ -44,6 +45,17 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
     assert backgrounds == {"noise", "babble", "music"}
     html = (demo / "report.html").read_text()
     assert "ASR robustness" in html and "<svg" in html and "data:audio/wav;base64," in html
+    # duplex: the reference agent live, both policies, every category, careful ahead
+    duplex = report["sections"][1]
+    dreport = duplex["report"]
+    assert {s["system"] for s in dreport["systems"]} == {"reference:careful", "reference:naive"}
+    run_dir = demo / duplex["run_dir"]
+    cats = {json.loads(x)["labels"]["category"] for x in (run_dir / "items.jsonl").open()}
+    assert len(cats) == 8
+    comparison = json.loads((run_dir / "compare.json").read_text())
+    (pair,) = [c for c in comparison["comparisons"] if c["system_a"] == "reference:careful"]
+    assert pair["overall"]["diff"] < 0  # careful makes fewer behaviour errors than naive
+    assert "Full-duplex" in html
     assert "report:" in proc.stderr  # where the report is, for a human
     # the combined report rebuilds from the folder alone
     again = subprocess.run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from voxeval.core.registry import SuiteInfo
@@ -38,12 +39,44 @@ def _html_body(report: dict[str, Any], store: RunStore) -> str:
     return render_html_body(report, store)
 
 
+DEMO_AGENTS = ("reference:careful", "reference:naive")
+
+
+def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
+    """The demo set (one or two scenarios per category) live against the reference agent,
+    both policies as two systems of one run on the virtual clock; the paired comparison of
+    the two (``voxeval compare RUN RUN``) is written into the run as ``compare.{json,md}``.
+    """
+    import json
+
+    from voxeval.core.compare import compare_runs, render_compare_markdown
+    from voxeval.suites.duplex.live.runner import run_scenarios
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+
+    scenarios = load_scenario_set("demo")
+    bar: Any = None
+    if progress is not None:
+        bar = progress.add_task("duplex sessions", total=len(scenarios) * len(DEMO_AGENTS))
+    store = run_scenarios(
+        scenarios,
+        list(DEMO_AGENTS),
+        out,
+        cache_dir=Path(out) / "_demo_data" / "duplex-render",
+        on_record=(lambda rec: progress.advance(bar)) if progress is not None else None,
+    )
+    comparison = compare_runs(store.path, store.path)
+    (store.path / "compare.json").write_text(json.dumps(comparison, indent=1))
+    (store.path / "compare.md").write_text(render_compare_markdown(comparison))
+    return store
+
+
 SUITE = SuiteInfo(
     name="duplex",
     description="Full-duplex agent acceptance: evidence bundles and two-channel recordings scored "
     "for speed, behaviour, task and side effects; gates",
     report=_report,
     paired_units=_paired_units,
+    demo=demo,
     extras={
         "render_markdown": _md,
         "render_html": _html,
