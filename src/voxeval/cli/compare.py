@@ -14,11 +14,17 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @results_out_option
 @click.option("--seed", default=0, show_default=True)
-def compare(run_a: Path, run_b: Path, out: Path, seed: int) -> None:
+@click.option(
+    "--metric",
+    default=None,
+    help="The paired metric, when the suite has several (duplex: behaviour [default] or "
+    "task: failed task checks / scored checks).",
+)
+def compare(run_a: Path, run_b: Path, out: Path, seed: int, metric: str | None) -> None:
     """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""
     from voxeval.core.compare import compare_runs, render_compare_markdown, write_compare
     from voxeval.report.writer import json_safe
 
-    result = compare_runs(run_a, run_b, seed=seed)
+    result = compare_runs(run_a, run_b, seed=seed, metric=metric)
     click.echo(render_compare_markdown(json_safe(result)), err=True)
     print_result_path(write_compare(result, out))

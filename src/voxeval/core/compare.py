@@ -31,8 +31,11 @@ def _pairs(a: dict[str, Any], b: dict[str, Any], same_run: bool) -> list[tuple[s
     return [(x, y) for x in sa for y in sb]
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0) -> dict[str, Any]:
-    """Paired differences (A minus B) for every system pairing of two runs."""
+def compare_runs(
+    run_a: str | Path, run_b: str | Path, *, seed: int = 0, metric: str | None = None
+) -> dict[str, Any]:
+    """Paired differences (A minus B) for every system pairing of two runs; ``metric``
+    picks one of the suite's paired metrics (its default when None)."""
     store_a, store_b = RunStore.open(run_a), RunStore.open(run_b)
     suite_a, suite_b = store_a.info().get("suite"), store_b.info().get("suite")
     if suite_a != suite_b:
@@ -41,8 +44,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0) -> dict
     if suite.paired_units is None:
         raise InputError(f"suite {suite_a!r} does not support paired comparison")
     same = store_a.path.resolve() == store_b.path.resolve()
-    ua = suite.paired_units(store_a)
-    ub = ua if same else suite.paired_units(store_b)
+    options = {"metric": metric} if metric else {}
+    ua = suite.paired_units(store_a, **options)
+    ub = ua if same else suite.paired_units(store_b, **options)
     comparisons = []
     for sys_a, sys_b in _pairs(ua, ub, same):
         comparisons.append(_compare_units(ua, ub, sys_a, sys_b, seed))
