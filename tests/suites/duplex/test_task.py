@@ -1006,3 +1006,169 @@ def test_parameter_consistency_reads_dotted_truth_keys() -> None:
     check = res.check("parameter_consistency")
     assert check.passed is False
     assert check.details["mismatches"][0]["got"] == "2026-08-12"
+
+
+# --------------------------------------------------------------------------- agent utterance ids
+
+ASK_TEXT = "Move my dentist appointment to August twelfth."
+
+
+def truth(led: Ledger, segment: str, start_ms: float, end_ms: float, role: str = "user") -> None:
+    """Scenario truth as the live harness writes it: the segment id is the utterance id."""
+    data = {"segment_id": segment, "role": role}
+    led.add("user.speech_started", start_ms, producer="harness", utterance_id=segment, data=data)
+    led.add("user.speech_stopped", end_ms, producer="harness", utterance_id=segment, data=data)
+
+
+def own_ids_session(
+    kind: str, *, lag_ms: float = 0.0
+) -> tuple[dict[str, Any], ToolAudit, list[Event]]:
+    """``correction_session`` as a live agent logs it: its VAD, ASR, decisions and responses
+    name its own utterances (u1, u2), never the scenario's segment ids; its events come
+    ``lag_ms`` late. Truth: ask 0.5-2.5 s, correct 4.2-5.8 s; the agent's u2 runs from its
+    VAD onset 4.26 s to its VAD end 6.2 s (+ lag): 1540 ms overlap with correct."""
+    led = Ledger()
+    truth(led, "ask", 500, 2500)
+    led.add("vad.speech_started", 560, utterance_id="u1")
+    led.add("vad.speech_stopped", 2900, utterance_id="u1")
+    led.add("asr.final", 3000, utterance_id="u1", data={"text": ASK_TEXT})
+    led.add("turn.decision", 3000, utterance_id="u1", data={"action": "respond"})
+    led.add("response.created", 3000, response_id="r1", utterance_id="u1")
+    led.state(3000, 1, "u1", fields={"date": OLD})
+    led.add("playback.started", 3100, response_id="r1", playback_id="p1")
+    truth(led, "correct", 4200, 5800)
+    heard = MISHEARD if kind == "perception" else HEARD
+    lag = lag_ms
+    led.add("vad.speech_started", 4260 + lag, utterance_id="u2")
+    led.add("turn.decision", 4300 + lag, utterance_id="u2", data={"action": "interrupt"})
+    led.add("vad.speech_stopped", 6200 + lag, utterance_id="u2")
+    led.add("asr.final", 6300 + lag, utterance_id="u2", data={"text": heard})
+    led.add("response.created", 6400 + lag, response_id="r2", utterance_id="u2")
+    if kind != "perception":
+        led.state(6400 + lag, 2, "u2", fields={"date": NEW})
+    if kind == "control":  # the old request's call, in flight across the correction
+        led.tool("c0", "r1", 3500, 6600 + lag)
+        calls = [call("c0", RESCHEDULE, {"date": OLD}, 3500, 6600 + lag)]
+    else:
+        led.tool("c1", "r2", 6500 + lag, 6700 + lag)
+        version = 1 if kind == "perception" else 2
+        calls = [call("c1", RESCHEDULE, {"date": OLD}, 6500 + lag, 6700 + lag, version=version)]
+        calls[0] = calls[0].model_copy(update={"response_id": "r2"})
+    return {"final_date": OLD}, audit(*calls), led.events
+
+
+@pytest.mark.parametrize(
+    ("kind", "layer", "gate", "last", "segment", "overlap"),
+    [
+        ("decision", "decision", "arguments", "in_flight_cancelled", "correct", 1540.0),
+        ("perception", "perception", "heard", None, "correct", 1540.0),
+        # the in-flight call answers the first request: u1 (0.56-2.9 s) vs ask (0.5-2.5 s)
+        ("control", "control", "in_flight_cancelled", "understood", "ask", 1940.0),
+    ],
+)
+def test_agent_utterance_ids_link_to_the_truth_segment_by_time(
+    kind: str, layer: str, gate: str, last: str | None, segment: str, overlap: float
+) -> None:
+    state, aud, events = own_ids_session(kind)
+    r = score_task(CORRECTION, state, aud, events)
+    sl = task_failure_slice(r.check("parameter_consistency"), events)
+    # the chain does not break on the agent's own ids: it reaches the scenario segment
+    assert "chain breaks" not in sl["reason"]
+    assert (sl["layer"], sl["first_failing_gate"]) == (layer, gate)
+    utt = next(link for link in sl["chain"] if link["step"] == "utterance")
+    assert utt["id"] == ("u1" if kind == "control" else "u2")
+    inp = sl["chain"][-1]
+    assert inp["step"] == "input" and inp["id"] == segment
+    assert inp["event_type"] == "user.speech_started"
+    assert inp["link"] == "time" and inp["overlap_ms"] == pytest.approx(overlap)
+    assert "linked by time" in inp["note"] and f"by {overlap:.0f} ms" in inp["note"]
+    assert inp["also"] == []
+    # the heard gate found the agent's transcript of the correction through the same link
+    heard = next(g for g in sl["gates"] if g["gate"] == "heard")
+    assert heard["passed"] is (kind != "perception")
+    assert "u2" in heard["note"] and "linked by time" in heard["note"]
+    # the last passing gate comes before the first failing one (none for a mishearing)
+    assert sl["last_passing_gate"] == last
+
+
+def test_largest_overlap_wins_and_the_others_are_named() -> None:
+    # one agent utterance runs across the end of ask into most of correct: correct wins
+    led = Ledger()
+    truth(led, "ask", 500, 2500)
+    truth(led, "correct", 2700, 5800)
+    led.add("vad.speech_started", 2000, utterance_id="u1")
+    led.add("asr.final", 6000, utterance_id="u1", data={"text": f"{ASK_TEXT} {HEARD}"})
+    led.add("response.created", 6100, response_id="r2", utterance_id="u1")
+    led.tool("c1", "r2", 6200, 6300)
+    c1 = call("c1", RESCHEDULE, {"date": OLD}, 6200, 6300, version=2, response="r2")
+    r = score_task(CORRECTION, {"final_date": OLD}, audit(c1), led.events)
+    sl = task_failure_slice(r.check("parameter_consistency"), led.events)
+    inp = sl["chain"][-1]
+    # no vad.speech_stopped: the span ends at its asr.final (6.0 s); 3100 ms vs 500 ms
+    assert (inp["id"], inp["overlap_ms"]) == ("correct", 3100.0)
+    assert inp["also"] == [
+        {"utterance_id": "u1", "segment_id": "ask", "link": "time", "overlap_ms": 500.0}
+    ]
+    assert "also overlaps ask (500 ms)" in inp["note"]
+
+
+def test_no_overlapping_segment_still_breaks_the_chain_with_the_reason() -> None:
+    # the agent's events come 3 s late: its u2 (7.26-9.2 s) overlaps no truth span
+    state, aud, events = own_ids_session("decision", lag_ms=3000)
+    r = score_task(CORRECTION, state, aud, events)
+    sl = task_failure_slice(r.check("parameter_consistency"), events)
+    assert sl["layer"] == "unknown" and sl["root_cause"] == "unknown root cause"
+    assert sl["reason"].startswith("chain breaks: utterance u2 (7.260-9.200 s) overlaps no ")
+    assert "user segment's truth span" in sl["reason"]
+    assert "the latest user segment before it, correct, ended 1.460 s before" in sl["reason"]
+    assert sl["chain"][-1]["step"] == "utterance"  # walked as far as the agent's utterance
+    # without any VAD/ASR span the agent utterance cannot be placed at all
+    led = Ledger()
+    truth(led, "ask", 500, 2500)
+    led.add("response.created", 2700, response_id="r1", utterance_id="u9")
+    led.tool("c1", "r1", 2800, 2900)
+    c1 = call("c1", RESCHEDULE, {"date": OLD}, 2800, 2900)
+    r = score_task(CORRECTION, {"final_date": OLD}, audit(c1), led.events)
+    sl = task_failure_slice(r.check("parameter_consistency"), led.events)
+    assert sl["reason"].startswith("chain breaks: utterance u9 has no user.speech_started")
+    assert "no vad.speech_started or asr.partial" in sl["reason"]
+
+
+def test_only_user_segments_are_linked() -> None:
+    led = Ledger()
+    truth(led, "ask", 500, 2500)
+    truth(led, "tv", 3000, 5000, role="bystander")
+    led.add("vad.speech_started", 3100, utterance_id="u2")
+    led.add("vad.speech_stopped", 4900, utterance_id="u2")
+    led.add("response.created", 5000, response_id="r2", utterance_id="u2")
+    led.tool("c1", "r2", 5100, 5200)
+    c1 = call("c1", RESCHEDULE, {"date": OLD}, 5100, 5200, response="r2")
+    r = score_task(CORRECTION, {"final_date": OLD}, audit(c1), led.events)
+    sl = task_failure_slice(r.check("parameter_consistency"), led.events)
+    assert "chain breaks" in sl["reason"]
+    assert "it overlaps only bystander segment tv" in sl["reason"]
+
+
+def test_links_by_id_unless_the_times_contradict_it() -> None:
+    from voxeval.suites.duplex.task import UtteranceLinks
+
+    led = Ledger()
+    truth(led, "u1", 500, 2500)
+    truth(led, "u2", 4000, 6000)
+    # a harness that shares ids, no VAD span: linked by id
+    led.add("asr.final", 2600, utterance_id="u1", data={"text": "x"})
+    # the agent's own "u2" runs 0.55-2.9 s: it heard segment u1, whatever its name says
+    led.add("vad.speech_started", 550, utterance_id="u2")
+    led.add("vad.speech_stopped", 2900, utterance_id="u2")
+    links = UtteranceLinks((e, e.monotonic_ns / 1e9) for e in led.events)
+    (by_id,), _ = links.segments_for("u1")
+    assert (by_id.segment_id, by_id.how, by_id.overlap_ms) == ("u1", "id", None)
+    found, _ = links.segments_for("u2")
+    assert [(lk.segment_id, lk.how, lk.overlap_ms) for lk in found] == [("u1", "time", 1950.0)]
+    # from the segment's side: who heard u1? the id holder first, then by time
+    assert [(lk.utterance_id, lk.how) for lk in links.utterances_for("u1")] == [
+        ("u1", "id"),
+        ("u2", "time"),
+    ]
+    # segment u2 was heard by nobody: the agent's "u2" lies elsewhere in time
+    assert links.utterances_for("u2") == []

@@ -35,9 +35,14 @@ on. Per bundle:
    A scenario segment without a truth event gets no label (counted in ``labels_missing``).
 6. **Task and side effects** (``task.score_task``) from ``scenario.yaml``,
    ``final-state.json``, ``tool-audit.json`` and the ledger.
-7. **Causal slices**: every failed task check (``task.task_failure_slice``) and every wrong
-   turn decision (``behaviour_slice``) is walked back to its input with the layer of the
-   first failing gate.
+7. **Causal slices**: every failed task check (``task.task_failure_slice``, kind ``task``),
+   every wrong turn decision (``behaviour_slice``, kind ``behaviour``), every failed history
+   consistency case (``recovery.history_slice``, kind ``history``) and every failed recovery
+   accuracy case (``recovery.recovery_slice``, kind ``recovery``) is walked back to its input
+   with the first failing gate, the last gate that passed before it, and the layer of the
+   first failing one.
+   Agent utterances are linked to the scenario segments they heard by id or by time overlap
+   (``task.UtteranceLinks``), so a live agent's own utterance ids do not break the chain.
 
 The record keeps what the report needs to recompute everything without the audio: segments,
 labels, compact pairs, the task result, the slices, the evidence level and its reasons, and
@@ -54,7 +59,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxeval.core.errors import AudioError, InputError, VoxevalError
 from voxeval.core.items import Item
@@ -66,6 +71,9 @@ from voxeval.suites.duplex.schema import (
     ProducerClock,
     Scenario,
 )
+
+if TYPE_CHECKING:
+    from voxeval.suites.duplex.task import UtteranceLink, UtteranceLinks
 
 __all__ = [
     "ALIGN_TOLERANCE_S",
@@ -774,11 +782,22 @@ def score_bundle_folder(
     else:
         notes_out.append("task and side effects not scored: no valid scenario.yaml")
 
+    from voxeval.suites.duplex.recovery import history_slice, recovery_slice
+    from voxeval.suites.duplex.task import UtteranceLinks
+
     rel = [(e, (session_ns(e, clocks) - origin) / 1e9) for e in base_events]
+    links = UtteranceLinks(rel)
     for d in analysis.decisions:
         if not d.correct:
-            slices.append(behaviour_slice(asdict(d), analysis, rel))
+            slices.append(behaviour_slice(asdict(d), analysis, rel, links=links))
     after_break = _after_break(rel, seg_out, analysis, scenario, starts, labels, task_dict, origin)
+    task_slices = {str(s["check"]): s for s in slices if s.get("kind") == "task"}
+    for case in after_break["history_consistency"]["cases"]:
+        if case.get("passed") is False:
+            slices.append(history_slice(case, rel, links=links))
+    for case in after_break["recovery_accuracy"]["cases"]:
+        if case.get("passed") is False:
+            slices.append(recovery_slice(case, rel, task_slices=task_slices, links=links))
 
     level, reasons = derive_evidence_level(manifest, folder)
     if features is not None:
@@ -962,7 +981,8 @@ def _masked_transcripts(sl: dict[str, Any]) -> None:
     if not changed:
         return
     gates = sl["gates"]
-    passing = [g for g in gates if g.get("passed") is True]
+    stop = next((i for i, g in enumerate(gates) if g.get("passed") is False), len(gates))
+    passing = [g for g in gates[:stop] if g.get("passed") is True]
     failing = next((g for g in gates if g.get("passed") is False), None)
     sl["last_passing_gate"] = passing[-1]["gate"] if passing else None
     if failing is None:
@@ -1133,15 +1153,26 @@ def _is_cancel(e: Event) -> bool:
 
 
 def behaviour_slice(
-    decision: Mapping[str, Any], analysis: Any, events: Sequence[tuple[Event, float]]
+    decision: Mapping[str, Any],
+    analysis: Any,
+    events: Sequence[tuple[Event, float]],
+    *,
+    links: UtteranceLinks | None = None,
 ) -> dict[str, Any]:
     """Causal slice of a wrong turn decision, from the outcome back to the input audio.
 
     ``decision``: a ``turns.Decision`` as a dict; ``events``: the ledger's events with their
-    time in audio seconds. The chain is: the outcome (the decision point), the scenario
-    segment labelled there (if any), the user sound (input audio span), the agent burst it
-    met, and the ledger events in the window ``[t - 0.2 s, t + FAILURE_WINDOW_S]`` (to the
-    censoring time for an unanswered turn). Gates, in order, each ``True``/``False``/``None``
+    time in audio seconds; ``links``: a ``task.UtteranceLinks`` of the same events (built
+    here when not given). The chain is: the outcome (the decision point), the scenario
+    segment labelled there (if any), the agent utterance(s) that heard that segment (linked
+    by the rule of ``task.UtteranceLinks``: by id, else by time overlap of the agent
+    utterance's VAD/ASR span with the segment's truth span; the step says which and the
+    overlap), the user sound (input audio span), the agent burst it met, and the ledger
+    events in the window ``[t - 0.2 s, t + FAILURE_WINDOW_S]`` (to the censoring time for an
+    unanswered turn). Where a gate reads VAD, ASR or decision events, those of the linked
+    utterance(s) are preferred; *heard* is judged by the link itself when it can be (the
+    segment has a truth span and the agent's VAD/ASR events carry utterance ids), else by
+    any such event in the window. Gates, in order, each ``True``/``False``/``None``
     (not assessable from this ledger):
 
     - the agent should have stopped (``missed_stop``): *heard* (a ``vad.speech_started`` or
@@ -1162,8 +1193,10 @@ def behaviour_slice(
     The layer is that of the first failing gate; with none failing the root cause is
     unknown.
     """
-    from voxeval.suites.duplex.task import UNKNOWN_ROOT_CAUSE
+    from voxeval.suites.duplex.task import UNKNOWN_ROOT_CAUSE, UtteranceLinks
 
+    if links is None:
+        links = UtteranceLinks(events)
     point, ref = str(decision["point"]), str(decision["ref"])
     expected, observed = str(decision["expected"]), str(decision["observed"])
     t0 = float(decision["time_s"])
@@ -1197,8 +1230,39 @@ def behaviour_slice(
             t_end = max(t_end, turn.end_s + turn.censored_after_ms / 1000.0)
     if sound is not None and sound.label:
         label = sound.label
+    linked: list[UtteranceLink] = []
     if label:
         chain.append({"step": "segment", "id": label, "note": "scenario segment (label)"})
+        linked = links.utterances_for(label)
+        if linked:
+            note = linked[0].note()
+            if len(linked) > 1:
+                note += "; also " + ", ".join(
+                    f"{lk.utterance_id} ({lk.overlap_ms or 0:.0f} ms)" for lk in linked[1:]
+                )
+            chain.append(
+                {
+                    "step": "utterance",
+                    "id": linked[0].utterance_id,
+                    "link": linked[0].how,
+                    "overlap_ms": linked[0].overlap_ms,
+                    "also": [lk.to_dict() for lk in linked[1:]],
+                    "note": note,
+                }
+            )
+        elif links.segment_span(label) is not None and links.spans:
+            chain.append(
+                {
+                    "step": "utterance",
+                    "id": None,
+                    "note": f"no agent utterance overlaps segment {label}'s truth span",
+                }
+            )
+    heard_by = {lk.utterance_id for lk in linked}
+    # the link decides *heard* when the segment is timed and the agent's VAD/ASR carry ids
+    link_judges = (
+        label is not None and links.segment_span(str(label)) is not None and bool(links.spans)
+    )
     if sound is not None:
         chain.append(
             {
@@ -1232,20 +1296,46 @@ def behaviour_slice(
     has_decisions = "turn.decision" in types
 
     def find(pred: Callable[[Event], bool]) -> Event | None:
+        """The first window event matching, those of the linked utterance(s) first."""
+        if heard_by:
+            own = next((e for e, _ in win if pred(e) and e.utterance_id in heard_by), None)
+            if own is not None:
+                return own
         return next((e for e, _ in win if pred(e)), None)
 
-    gates: list[tuple[str, str, bool | None, str]] = []
-    if kind == "missed_stop":
-        heard = find(lambda e: e.event_type in _HEARD_TYPES)
+    def heard_gate(pred: Callable[[Event], bool], kinds: set[str], missing: str) -> None:
+        if link_judges:
+            ev = next(
+                (e for e, _ in events if pred(e) and e.utterance_id in heard_by),
+                None,
+            )
+            if ev is not None:
+                note = f"{ev.event_type} {ev.event_id} of {ev.utterance_id} ({linked[0].note()})"
+            elif heard_by:
+                note = f"{linked[0].note()}, but it has no {' / '.join(sorted(kinds))}"
+            else:
+                note = f"no agent utterance overlaps segment {label}'s truth span: {missing}"
+                nxt = links.next_after(str(label))
+                if nxt is not None:
+                    note += f" (the next one, {nxt[0]}, starts {nxt[1]:.3f} s after its end)"
+            gates.append(("heard", "perception", ev is not None, note))
+            return
+        ev = find(pred)
         gates.append(
             (
                 "heard",
                 "perception",
-                heard is not None if types & set(_HEARD_TYPES) else None,
-                f"{heard.event_type} {heard.event_id}"
-                if heard
-                else "no VAD/ASR event after the onset",
+                ev is not None if types & kinds else None,
+                f"{ev.event_type} {ev.event_id}" if ev else missing,
             )
+        )
+
+    gates: list[tuple[str, str, bool | None, str]] = []
+    if kind == "missed_stop":
+        heard_gate(
+            lambda e: e.event_type in _HEARD_TYPES,
+            set(_HEARD_TYPES),
+            "no VAD/ASR event after the onset",
         )
         dec = find(lambda e: e.event_type == "turn.decision")
         if not has_decisions:
@@ -1310,14 +1400,10 @@ def behaviour_slice(
             )
         )
     elif kind == "no_response":
-        heard = find(lambda e: e.event_type == "vad.speech_stopped")
-        gates.append(
-            (
-                "heard",
-                "perception",
-                heard is not None if "vad.speech_stopped" in types else None,
-                f"vad.speech_stopped {heard.event_id}" if heard else "no end of speech detected",
-            )
+        heard_gate(
+            lambda e: e.event_type == "vad.speech_stopped",
+            {"vad.speech_stopped"},
+            "no end of speech detected",
         )
         dec = find(
             lambda e: (
@@ -1360,7 +1446,8 @@ def behaviour_slice(
                 else "no decision event in the window",
             )
         )
-    passing = [g for g in gates if g[2] is True]
+    stop = next((i for i, g in enumerate(gates) if g[2] is False), len(gates))
+    passing = [g for g in gates[:stop] if g[2] is True]
     failing = next((g for g in gates if g[2] is False), None)
     out: dict[str, Any] = {
         "kind": "behaviour",
@@ -1368,7 +1455,11 @@ def behaviour_slice(
         "decision": dict(decision),
         "time_s": round(t0, 4),
         "window_s": [round(t_start, 4), round(t_end, 4)],
-        "trigger": {"segment_id": label, "sound": sound.id if sound else None},
+        "trigger": {
+            "segment_id": label,
+            "sound": sound.id if sound else None,
+            "utterances": [lk.utterance_id for lk in linked],
+        },
         "chain": chain,
         "event_ids": [c["id"] for c in chain if c["step"] == "ledger"],
         "gates": [{"gate": g[0], "layer": g[1], "passed": g[2], "note": g[3]} for g in gates],
