@@ -222,9 +222,11 @@ def test_history_updated_heard_point_and_expected_action(tmp_path: Path) -> None
     # clarify and mark_uncertain are accepted for each other
     (unc,) = history_cases(bundle("unc", "mark_uncertain", D02_HEARD_MS, "clarify"))
     assert unc["passed"] is True
-    # keep without a heard point keeps the whole cut response
+    # keep after a cut keeps the whole response, with or without a heard point
     (keep,) = history_cases(bundle("keep", "keep", None, "keep"))
-    assert keep["passed"] is False and "keep without heard_until_ms" in keep["reason"]
+    assert keep["passed"] is False and "history.updated keep (the whole" in keep["reason"]
+    (keep2,) = history_cases(bundle("keep2", "keep", D02_HEARD_MS, "keep"))
+    assert keep2["passed"] is False and keep2["recorded_whole_response"] is True
     # a truncate without heard_until_ms falls back to played_until_ms (2990: consistent)
     (fb,) = history_cases(bundle("fb", "truncate", None, "truncate"))
     assert fb["passed"] is True and fb["recorded_source"] == "history.updated + played_until_ms"

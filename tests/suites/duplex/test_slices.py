@@ -174,6 +174,19 @@ def test_history_slice_of_a_wrong_action_is_decision() -> None:
     keep = {"segment_id": "u2", "action": "keep", "heard_until_ms": HEARD_MS}
     tl.add("history.updated", 5.75, data=keep)
     sl = history_slice(history_case(tl, expected="truncate"), tl.events)
+    # "keep" after a cut keeps the whole response, whatever heard point it names
+    assert gates_of(sl)[:2] == [
+        ("cut_registered", "playback", True),
+        ("heard_point_recorded", "decision", False),
+    ]
+    assert sl["layer"] == "decision" and sl["last_passing_gate"] == "cut_registered"
+    assert "keeps the whole response" in sl["reason"]
+    # a truncation at the heard point but with the wrong stated action
+    tl = answer()
+    tl.add("playback.interrupted", 5.7, "player", playback_id="p1", played_until_ms=HEARD_MS)
+    clarify = {"segment_id": "u2", "action": "clarify", "heard_until_ms": HEARD_MS}
+    tl.add("history.updated", 5.75, data=clarify)
+    sl = history_slice(history_case(tl, expected="truncate"), tl.events)
     assert gates_of(sl) == [
         ("cut_registered", "playback", True),
         ("heard_point_recorded", "decision", True),
@@ -181,7 +194,7 @@ def test_history_slice_of_a_wrong_action_is_decision() -> None:
         ("history_action", "decision", False),
     ]
     assert sl["layer"] == "decision" and sl["last_passing_gate"] == "heard_point_matches"
-    assert "history action 'keep', the scenario expects 'truncate'" in sl["reason"]
+    assert "history action 'clarify', the scenario expects 'truncate'" in sl["reason"]
     # an answer cut where the scenario expects it kept: the cut was the wrong decision
     tl = answer()
     tl.add("playback.interrupted", 5.7, "player", playback_id="p1", played_until_ms=HEARD_MS)

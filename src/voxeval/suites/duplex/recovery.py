@@ -357,8 +357,20 @@ def history_consistency(
     order = sorted(responses.values(), key=lambda r: r.t_start)
     for a, b in itertools.pairwise(order):
         a.hi = b.lo
+    nxt = {a.key: b.t_start for a, b in itertools.pairwise(order)}
     for r in order:
-        r.segs = [s for s in speech if r.lo <= s[0] < r.hi]
+        # back-to-back responses merge into one acoustic segment: each response gets the
+        # part of the agent's speech between its playback start and the next one's
+        end = nxt.get(r.key, math.inf)
+        segs = []
+        for s0, e0 in speech:
+            if s0 >= r.hi or e0 <= r.lo or s0 >= end:
+                continue
+            lo = s0 if s0 >= r.lo else r.t_start
+            hi = min(e0, end)
+            if hi > lo:
+                segs.append((lo, hi))
+        r.segs = segs
         r.segments = []
     for e, t in evs:
         key = _response_key(e, pb_resp)
@@ -555,8 +567,9 @@ def _history_case(
                 "observed_action": action,
             }
         recorded = _num(he.data.get("heard_until_ms"))
-        if recorded is None and action == str(HistoryAction.KEEP):
-            whole = True
+        if action == str(HistoryAction.KEEP) and cut:
+            # "keep" after a cut keeps the whole response, whatever heard point it names
+            recorded, whole = None, True
         elif recorded is None and r.played is not None:
             recorded = r.played[0].played_until_ms
             source = f"{HISTORY_EVENT} + played_until_ms"
@@ -589,7 +602,7 @@ def _history_case(
     problems: list[str] = []
     if whole and cut:
         what = (
-            f"{HISTORY_EVENT} keep without heard_until_ms"
+            f"{HISTORY_EVENT} keep (the whole response, whatever heard point it names)"
             if source == HISTORY_EVENT
             else "no truncation recorded"
         )
@@ -1160,7 +1173,7 @@ def history_slice(
         )
     elif whole and cut:
         what = (
-            f"{HISTORY_EVENT} {hist[0].event_id} keeps the response without heard_until_ms"
+            f"{HISTORY_EVENT} {hist[0].event_id} keeps the whole response"
             if hist is not None
             else f"no {HISTORY_EVENT} and no played_until_ms"
         )
