@@ -23,8 +23,9 @@ so far.
   caller's level is a barge-in: the agent stops (``ClearAudio`` + ``response.done``
   cancelled). Shorter speech is transcribed when it ends: a stop word ("stop", "wait") or
   anything that is not a backchannel token stops the agent; a backchannel ("uh-huh") does not
-  (``turn.decision`` backchannel). [``answers_backchannels``: stops at the onset of any
-  overlapping speech; ``ignores_interruptions``: never stops; ``slow_stop_ms``: the stop
+  (``turn.decision`` backchannel). [``answers_backchannels``: stops once ``ONSET_STOP_MS``
+  (150 ms) of overlapping speech at the caller's level is confirmed, and treats a backchannel
+  token as a turn; ``ignores_interruptions``: never stops; ``slow_stop_ms``: the stop
   reaches the player that much later.]
 - **History**: when the player reports a cut, the dialogue manager keeps only what was heard
   (``history.updated``) [``keeps_unheard_text``].
@@ -65,6 +66,11 @@ SPEECH_ON = 0.5
 SPEECH_OFF = 0.35
 BYSTANDER_REL_DB = 10.0
 BARGE_IN_MS = 450.0
+ONSET_STOP_MS = 150.0
+"""``answers_backchannels`` stops once this much overlapping speech is confirmed: a VAD's
+minimum speech duration, which also gives the bystander gate a level to judge. (Stopping at
+the first 32 ms chunk made the agent fall silent ~30 ms after the onset, faster than any
+system can react: the turn analysis rightly counts such an end as a terminal overlap.)"""
 PRE_ROLL_MS = 200.0
 CHUNK_MS = 100.0
 STREAM_SPEEDUP = 4.0
@@ -201,6 +207,10 @@ class ReferenceAgent(AgentBase):
                 self.silence_ms = 0.0
                 if self.utt is None:
                     out += self._onset(now, start)
+                else:
+                    # the user resumed after a pause that did not end the turn: a transcript
+                    # made during the pause covers only the first part, so it is redone
+                    self.utt.text = None
             elif self.utt is not None:
                 self.silence_ms += chunk_ms
                 out += self._maybe_endpoint(now)
@@ -219,13 +229,13 @@ class ReferenceAgent(AgentBase):
             out += self._dm(self.dm.on_user_speech(True, now))
         if utt.overlap and utt.decided is None and self._overlap_still_playing(utt):
             p = self.policy
-            if (
-                not p.ignores_interruptions
-                and utt.speech_ms >= BARGE_IN_MS
-                and (self._caller(utt) or p.answers_bystanders)
-            ):
-                utt.decided = "interrupt"
-                out += self._stop(utt, now, "barge-in: speech over the agent")
+            if not p.ignores_interruptions and (self._caller(utt) or p.answers_bystanders):
+                if utt.speech_ms >= BARGE_IN_MS:
+                    utt.decided = "interrupt"
+                    out += self._stop(utt, now, "barge-in: speech over the agent")
+                elif p.answers_backchannels and utt.speech_ms >= ONSET_STOP_MS:
+                    utt.decided = "interrupt"
+                    out += self._stop(utt, now, "any speech over the agent stops it")
         return out
 
     def _onset(self, now: float, start: int) -> list[AgentOutput]:
@@ -234,11 +244,7 @@ class ReferenceAgent(AgentBase):
         speaking = self._speaking()
         pre = int(PRE_ROLL_MS * self.sr / 1000)
         self.utt = _Utterance(uid, now, max(0, start - pre), overlap=speaking)
-        out: list[AgentOutput] = [AgentEvent("vad.speech_started", utterance_id=uid)]
-        if speaking and self.policy.answers_backchannels and not self.policy.ignores_interruptions:
-            self.utt.decided = "interrupt"
-            out += self._stop(self.utt, now, "any speech over the agent stops it")
-        return out
+        return [AgentEvent("vad.speech_started", utterance_id=uid)]
 
     def _maybe_endpoint(self, now: float) -> list[AgentOutput]:
         utt = self.utt
@@ -271,12 +277,15 @@ class ReferenceAgent(AgentBase):
         return self._final(utt, text, now)
 
     def _final(self, utt: _Utterance, text: str, now: float) -> list[AgentOutput]:
-        # the endpoint was reached at `now` (before the transcription ran)
+        # the endpoint was reached at `now` (before the transcription ran). The transcript is
+        # not stamped with the measured ASR time: the driver charges the call's compute to the
+        # clock (compute "charged") or counts it as zero ("zero": logic-only runs); a stamp of
+        # now + asr_ms would bring wall time back into a zero-compute run and, since the link
+        # keeps the agent's outputs in order, delay every later output of the call with it.
         out: list[AgentOutput] = [
             Stamped(round(now * 1e6), AgentEvent("vad.speech_stopped", utterance_id=utt.uid)),
-            Stamped(
-                round((now + utt.asr_ms) * 1e6),
-                AgentEvent("asr.final", {"text": text}, utterance_id=utt.uid),
+            AgentEvent(
+                "asr.final", {"text": text, "asr_ms": round(utt.asr_ms, 1)}, utterance_id=utt.uid
             ),
         ]
         caller = self._caller(utt)
@@ -306,7 +315,11 @@ class ReferenceAgent(AgentBase):
             return out
         overlap = utt.overlap is not None and utt.decided is None
         if overlap and self._overlap_still_playing(utt) and not self.policy.ignores_interruptions:
-            if self.dm.is_backchannel(text) and not self.dm.is_stop(text):
+            if (
+                self.dm.is_backchannel(text)
+                and not self.dm.is_stop(text)
+                and not self.policy.answers_backchannels
+            ):
                 out.append(
                     AgentEvent(
                         "turn.decision",
@@ -458,7 +471,12 @@ class ReferenceAgent(AgentBase):
             stop += self._dm(self.dm.on_heard(other, 0.0, max(total, 1.0), now))
         dropped = [r for r in self.queue]
         self.queue.clear()
-        if self.current is not None and self.current.rid == rid:
+        if self.current is not None:
+            # the response being sent stops too, also when it is not the one playing (a
+            # follow-up queued behind it at the client): its later chunks would play after
+            # the clear, while its history already says nothing of it was heard
+            if self.current.rid != rid:
+                dropped.insert(0, self.current)
             self.current.done = True
             self.current = None
         for r in dropped:  # queued answers that were never spoken

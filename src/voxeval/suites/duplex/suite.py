@@ -56,7 +56,9 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     scenarios = load_scenario_set("demo")
     bar: Any = None
     if progress is not None:
-        bar = progress.add_task("duplex sessions", total=len(scenarios) * len(DEMO_AGENTS))
+        bar = progress.add_task(
+            "duplex sessions", total=len(scenarios) * len(DEMO_AGENTS), status=""
+        )
     store = run_scenarios(
         scenarios,
         list(DEMO_AGENTS),
