@@ -17,8 +17,9 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.option(
     "--metric",
     default=None,
-    help="The paired metric, when the suite has several (duplex: behaviour [default] or "
-    "task: failed task checks / scored checks).",
+    help="The paired metric, when the suite has several (duplex: behaviour [default], "
+    "task (failed task checks / scored checks) or acceptance (behaviour + task + history and "
+    "recovery cases).",
 )
 def compare(run_a: Path, run_b: Path, out: Path, seed: int, metric: str | None) -> None:
     """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""

@@ -165,6 +165,9 @@ recovery accuracy and history consistency are measured (``recovery.py``)."""
 STRATA = ("route", "device", "language", "category", "system_version")
 KEY_FAILURES = 12
 """Failures shown in full (slices, players, timeline) in the report."""
+FAILURE_KIND_ORDER = {"task": 0, "recovery": 1}
+"""Causal slices' kinds shown first among the key failures, in this order; the other kinds
+(``history``, ``behaviour``) follow together, by system, session and time."""
 SUBJECTIVE_FILE = "subjective.json"
 LEVELS = ("L1", "L2", "L3", "L4")
 
@@ -625,8 +628,9 @@ def _composition(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _key_failures(
     recs: Sequence[Record], limit: int = KEY_FAILURES
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """Failures (task and side-effect checks first, then turn decisions), the first ``limit``
-    with their causal slices; the layer counts over all; timelines of the sessions shown."""
+    """Failures (task and side-effect checks first, then recovery accuracy cases, then history
+    consistency cases and turn decisions: ``FAILURE_KIND_ORDER``), the first ``limit`` with
+    their causal slices; the layer counts over all; timelines of the sessions shown."""
     found: list[dict[str, Any]] = []
     for r in recs:
         if r.status != "ok":
@@ -637,7 +641,7 @@ def _key_failures(
             )
     found.sort(
         key=lambda f: (
-            0 if f.get("kind") == "task" else 1,
+            FAILURE_KIND_ORDER.get(str(f.get("kind")), len(FAILURE_KIND_ORDER)),
             f["system"],
             f["session"],
             f.get("time_s") if f.get("time_s") is not None else math.inf,
@@ -860,11 +864,19 @@ def build_bundle_report(
             "subjective": "pairwise preferences (subjective.json)",
         },
         "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
+        "harness_self_check": _harness_self_check(info, records),
     }
     base_path = baseline or config.get("baseline")
     if base_path:
         report["what_changed"] = what_changed(report, Path(base_path), n_boot=n_boot)
     return report
+
+
+def _harness_self_check(info: Mapping[str, Any], records: Sequence[Record]) -> dict[str, Any]:
+    """Frame pacing and loopback latency of the harness (``live.selfcheck.report_block``)."""
+    from voxeval.suites.duplex.live.selfcheck import report_block
+
+    return report_block(info, records)
 
 
 # --------------------------------------------------------------------------- baseline
@@ -1169,14 +1181,16 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
 
     ``metric="behaviour"``: wrong turn decisions / decision points (``behaviour_accuracy``'s
     complement, latency-free). ``metric="task"``: failed task checks / scored task checks
-    (bundle runs). Units pair the two runs: a bundle's scenario id and repeat
+    (bundle runs). ``metric="acceptance"`` (bundle runs): the sum of the three kinds of
+    judged outcome, (wrong decisions + failed task checks + failed history-consistency and
+    recovery cases) / (decision points + scored checks + assessable cases). Units pair the two runs: a bundle's scenario id and repeat
     (``<scenario>#<repeat>``), a recording's call id. Clusters: the scenario (repeats of one
     scenario resample together); groups: category and route.
     """
     from voxeval.core.errors import InputError
 
-    if metric not in ("behaviour", "task"):
-        raise InputError(f"unknown paired metric {metric!r} (behaviour or task)")
+    if metric not in ("behaviour", "task", "acceptance"):
+        raise InputError(f"unknown paired metric {metric!r} (behaviour, task or acceptance)")
     config = store.info().get("config") or {}
     bundles = config.get("mode") == "bundles"
     items = {it.id: it for it in store.items()}
@@ -1197,19 +1211,33 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
                 "category": str(meta.get("category") or "unknown"),
                 "route": str(meta.get("route") or "unknown"),
             }
+            checks = [
+                c
+                for c in (r.output.get("task") or {}).get("checks", [])
+                if c.get("passed") is not None
+            ]
             if metric == "task":
-                checks = [
-                    c
-                    for c in (r.output.get("task") or {}).get("checks", [])
-                    if c.get("passed") is not None
-                ]
                 if checks:
                     fails = sum(1 for c in checks if c["passed"] is False)
                     units.setdefault(r.system, {})[unit] = (float(fails), float(len(checks)))
                 continue
             analysis = analysis_of(r.id, r.output)
+            if metric == "acceptance":
+                acc = analysis.rates["behaviour_accuracy"]
+                cases = [
+                    c
+                    for key in ("history_consistency", "recovery_accuracy")
+                    for c in (r.output.get(key) or {}).get("cases", [])
+                    if c.get("passed") is not None
+                ]
+                bad = (acc.n - acc.k) + sum(1 for c in checks if c["passed"] is False)
+                bad += sum(1 for c in cases if c["passed"] is False)
+                n = acc.n + len(checks) + len(cases)
+                if n:
+                    units.setdefault(r.system, {})[unit] = (float(bad), float(n))
+                continue
         else:
-            if metric == "task":
+            if metric in ("task", "acceptance"):
                 raise InputError("recordings runs have no task results: use metric behaviour")
             unit = r.id
             labels = CallInput.from_item(items[r.id]).labels if r.id in items else []
@@ -1218,7 +1246,11 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
         if acc.n:
             units.setdefault(r.system, {})[unit] = (float(acc.n - acc.k), float(acc.n))
     return {
-        "metric": "behaviour_error_rate" if metric == "behaviour" else "task_check_failure_rate",
+        "metric": {
+            "behaviour": "behaviour_error_rate",
+            "task": "task_check_failure_rate",
+            "acceptance": "acceptance_error_rate",
+        }[metric],
         "lower_is_better": True,
         "units": units,
         "clusters": clusters,

@@ -66,7 +66,7 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
         cache_dir=Path(out) / "_demo_data" / "duplex-render",
         on_record=(lambda rec: progress.advance(bar)) if progress is not None else None,
     )
-    comparison = compare_runs(store.path, store.path)
+    comparison = compare_runs(store.path, store.path, metric="acceptance")
     (store.path / "compare.json").write_text(json.dumps(comparison, indent=1))
     (store.path / "compare.md").write_text(render_compare_markdown(comparison))
     return store
