@@ -569,6 +569,13 @@ def gate_cmd(
     help="Acceptance matrix: gate the run after scoring (exit 1 unless the decision is ship).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault models.")
+@click.option(
+    "--state-probe",
+    default=None,
+    help="For agents that export no business state: a command (JSON on stdout; gets "
+    "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
+    "run after each session; its JSON becomes final-state.json.",
+)
 def run_cmd(
     scenario_set: str,
     agents: tuple[str, ...],
@@ -584,6 +591,7 @@ def run_cmd(
     detector: str,
     matrix: Path | None,
     seed: int,
+    state_probe: str | None,
 ) -> None:
     """Run scenarios against a live agent; one evidence bundle per session, then the report.
 
@@ -626,6 +634,7 @@ def run_cmd(
                 detector=detector,
                 clips=clips,
                 seed=seed,
+                state_probe=state_probe,
                 on_plan=lambda n: progress.update(task, total=n),
                 on_record=lambda rec: progress.update(
                     task, advance=1, status=f"{rec.id} {rec.status}"

@@ -15,7 +15,11 @@ Client event -> agent
                                   ``configure(settings)``; answered with ``session.updated``
 ``input_audio_buffer.append``     24 -> 16 kHz, cut into ``frame_ms`` frames ->
                                   ``push_audio`` (bounded queue: a flood is dropped with an
-                                  ``error``)
+                                  ``error``); the first frame is led by silence (under one
+                                  frame) so that frames end where the client's appends end
+                                  when it appends whole frames, as the voxeval link does: the
+                                  resamplers' look-ahead (~2 ms, the client's and ours) then
+                                  costs that, not a frame of delay
 ``input_audio_buffer.commit``     ``input_audio_buffer.committed``; optional ``on_commit``
 ``input_audio_buffer.clear``      drops the partial frame; ``input_audio_buffer.cleared``
 ``conversation.item.truncate``    ``on_playback(PlaybackReport(rid, "interrupted",
@@ -327,6 +331,7 @@ class _Connection:
         self.frame = server.sample_rate * server.frame_ms // 1000
         self.in_rs = StreamResampler(PROTOCOL_RATE, server.sample_rate)
         self.inbuf = np.zeros(0, np.int16)
+        self.aligned = False  # the first frame got its lead of silence (``on_append``)
         self.client_samples = 0  # agent-rate samples of client audio cut into frames
         self.last_input_ns = 0
         self.settings: dict[str, Any] = {"turn": "server_vad", "tools": []}
@@ -619,6 +624,14 @@ class _Connection:
             raise _Invalid(str(exc), "audio") from None
         self.last_input_ns = self.now()
         x = self.in_rs.process_pcm16(pcm)
+        if not self.aligned and x.size:
+            # lead the stream with silence so that frames end where the client's appends end:
+            # otherwise the resamplers' look-ahead (~2 ms: the client's and ours) holds every
+            # frame until the next append (a frame of added latency); once per session
+            self.aligned = True
+            lead = -x.size % self.frame
+            if lead:
+                x = np.concatenate([np.zeros(lead, np.int16), x])
         self.inbuf = np.concatenate([self.inbuf, x]) if self.inbuf.size else x
         while self.inbuf.size >= self.frame:
             frame, self.inbuf = self.inbuf[: self.frame], self.inbuf[self.frame :]

@@ -544,6 +544,53 @@ def _session_cells(s: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _self_check_lines(report: dict[str, Any]) -> list[str]:
+    """The harness self-check (``harness_self_check``) as short plain sentences."""
+    sc = report.get("harness_self_check")
+    if not isinstance(sc, dict):
+        return ["Not run: this report has no harness self-check."]
+    if sc.get("status") in ("not run", "not applicable"):
+        return [f"{str(sc['status']).capitalize()}: {sc.get('note', '')}"]
+    lines = []
+
+    def pacing_line(p: dict[str, Any], who: str = "") -> str:
+        if not p.get("applicable"):
+            return f"Frame pacing{who}: {p.get('note', 'not applicable')}."
+        if not p.get("frames"):
+            return f"Frame pacing{who}: {p.get('note', 'no frames recorded')}."
+        return (
+            f"Frame pacing{who}: send error median {fmt(p.get('median_ms'), 2)} ms, "
+            f"P99 {fmt(p.get('p99_ms'), 2)} ms, max {fmt(p.get('max_ms'), 2)} ms over "
+            f"{p.get('frames')} frames of {p.get('sessions')} session(s) (targets: median <= "
+            f"{fmt(p.get('target_median_ms'), 0)} ms, P99 <= {fmt(p.get('target_p99_ms'), 0)} "
+            f"ms: {p.get('status')}; {p.get('method')})."
+        )
+
+    lines.append(pacing_line(sc.get("pacing") or {"note": "not recorded"}))
+    for system, p in (sc.get("pacing_by_system") or {}).items():
+        lines.append(pacing_line(p, f" of {system}"))
+    for transport, b in (sc.get("latency") or {}).items():
+        target = (
+            "expected exactly 0"
+            if b.get("clock") == "virtual"
+            else f"target median <= {fmt(b.get('target_median_ms'), 0)} ms"
+        )
+        xc = b.get("xcorr") or {}
+        lines.append(
+            f"Harness-added latency ({transport}, {b.get('clock')} clock; {b.get('agent')}): "
+            f"median {fmt(b.get('median_ms'), 2)} ms onset to onset over {b.get('n_measured')} "
+            f"of {b.get('n_bursts')} bursts (min {fmt(b.get('min_ms'), 2)}, max "
+            f"{fmt(b.get('max_ms'), 2)}; {target}: {b.get('status')}); whole-burst "
+            f"cross-correlation median {fmt(xc.get('median_ms'), 2)} ms. Method: "
+            f"{b.get('method')}; resolution {fmt(b.get('resolution_ms'), 4)} ms."
+        )
+    if not sc.get("latency"):
+        lines.append("Harness-added latency: not measured.")
+    for e in sc.get("errors") or []:
+        lines.append(f"Self-check error ({e.get('stage')}): {e.get('error')}")
+    return lines
+
+
 def render_bundle_markdown(report: dict[str, Any]) -> str:
     out = [
         f"# Full-duplex bundle report `{report['run_id']}`\n",
@@ -552,6 +599,8 @@ def render_bundle_markdown(report: dict[str, Any]) -> str:
     ]
     for note in report.get("detector_notes") or []:
         out.append(f"> {note}\n")
+    out.append("## Harness self-check\n")
+    out.extend(f"- {line}" for line in _self_check_lines(report))
     for s in report["systems"]:
         o = s["overall"]
         task = o.get("task") or {}
@@ -715,6 +764,11 @@ def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = Non
     ]
     for note in report.get("detector_notes") or []:
         body.append(f"<div class='note'>{esc(note)}</div>")
+    body.append(
+        "<h2>Harness self-check</h2><ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in _self_check_lines(report))
+        + "</ul>"
+    )
     for s in report["systems"]:
         o = s["overall"]
         task = o.get("task") or {}

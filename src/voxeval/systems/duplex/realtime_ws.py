@@ -247,6 +247,9 @@ class RealtimeAgentLink:
         self._tasks: list[asyncio.Task[Any]] = []
         self._connected = False
         self._closing = False
+        self._connecting = False  # a reconnection is under way (``on_connection(True)``)
+        self._held: list[str] = []  # client events queued while it is under way
+        self._generation = 0  # bumped by every disconnect: a late handshake is abandoned
         self._errors: Counter[str] = Counter()
         self._unknown: set[str] = set()
         self._items: dict[str, list[_ItemAudio]] = {}  # response id -> audio items
@@ -379,6 +382,7 @@ class RealtimeAgentLink:
         self._closing = True
         self._connected = False
         ws, self._ws = self._ws, None
+        tasks, self._tasks = self._tasks, []  # this socket's, not a later reconnection's
         if self._send_q is not None:
             with contextlib.suppress(asyncio.QueueFull):
                 self._send_q.put_nowait(None)
@@ -387,12 +391,13 @@ class RealtimeAgentLink:
                 await asyncio.wait_for(ws.close(), 1.5)
             except Exception:
                 ws.transport.abort()
-        for task in self._tasks:
+        for task in tasks:
             task.cancel()
-        self._tasks = []
 
-    def _lost(self, reason: str) -> None:
+    def _lost(self, reason: str, ws: Any = None) -> None:
         """The connection broke (not by us)."""
+        if ws is not None and ws is not self._ws:
+            return  # an old socket closing after a reconnection
         if self._closing or not self._connected:
             return
         self._connected = False
@@ -409,10 +414,10 @@ class RealtimeAgentLink:
             try:
                 await asyncio.wait_for(ws.send(text), self.send_timeout_s)
             except TimeoutError:
-                self._lost(f"a send took longer than {self.send_timeout_s} s")
+                self._lost(f"a send took longer than {self.send_timeout_s} s", ws)
                 return
             except Exception as exc:
-                self._lost(_describe_close(exc))
+                self._lost(_describe_close(exc), ws)
                 return
 
     async def _reader(self, ws: Any) -> None:
@@ -422,18 +427,28 @@ class RealtimeAgentLink:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._lost(_describe_close(exc))
+            self._lost(_describe_close(exc), ws)
             return
-        self._lost(_describe_close(None, ws))
+        self._lost(_describe_close(None, ws), ws)
 
     def _send(self, event: dict[str, Any]) -> None:
-        """Queue a client event (any thread); logged with the time it is queued."""
-        if not self._connected or self._loop is None:
-            self._count("send.dropped_disconnected", 1)
-            return
-        self._log("client", event)
-        self._count(f"sent.{event['type']}", 1)
-        text = json.dumps(event, separators=(",", ":"))
+        """Queue a client event (any thread); logged with the time it is queued. While a
+        reconnection is under way the event is held and goes out once it is connected."""
+        with self._lock:
+            held = self._connecting
+            if not held and (not self._connected or self._loop is None):
+                self._count("send.dropped_disconnected", 1)
+                return
+            self._log("client", event)
+            self._count(f"sent.{event['type']}", 1)
+            text = json.dumps(event, separators=(",", ":"))
+            if held:
+                if len(self._held) >= self.max_pending:
+                    self._count("send.dropped_reconnecting", 1)
+                else:
+                    self._held.append(text)
+                return
+        assert self._loop is not None
         self._loop.call_soon_threadsafe(self._enqueue, text)
 
     def _enqueue(self, text: str) -> None:
@@ -462,6 +477,47 @@ class RealtimeAgentLink:
             return
         self._count("connections", 1)
         self._send({"type": "session.update", "session": self._session_doc})
+
+    def _reconnect(self) -> None:
+        """Connect again in the background: the driver's clock never waits for a handshake.
+        Events sent meanwhile are held; ``session.update`` then they go out once connected
+        (none when the connection fails: they are counted as dropped)."""
+        with self._lock:
+            self._connecting = True
+            self._held = []
+            generation = self._generation
+        update = json.dumps(
+            {"type": "session.update", "session": self._session_doc}, separators=(",", ":")
+        )
+
+        async def go() -> None:
+            try:
+                await asyncio.wait_for(self._connect(), self.connect_timeout_s + 1.0)
+            except Exception as exc:
+                with self._lock:
+                    self._connecting = False
+                    self._count("send.dropped_disconnected", len(self._held))
+                    self._held = []
+                if isinstance(exc, PermissionError):
+                    self._error("config", str(exc))
+                else:
+                    self._error(
+                        "connect", f"cannot connect to {self.info['url']}: {_describe(exc)}"
+                    )
+                return
+            if generation != self._generation:  # dropped again while connecting
+                await self._disconnect()
+                return
+            self._count("connections", 1)
+            self._log("client", json.loads(update))
+            self._count("sent.session.update", 1)
+            with self._lock:  # in order: session.update, what was held, what comes next
+                self._connecting = False
+                held, self._held = self._held, []
+                for text in [update, *held]:
+                    self._enqueue(text)
+
+        asyncio.run_coroutine_threadsafe(go(), self._ensure_loop())
 
     # ------------------------------------------------------------------ receiving
     def _receive(self, message: str | bytes) -> None:
@@ -781,16 +837,23 @@ class RealtimeAgentLink:
         return self._drain()
 
     def on_connection(self, connected: bool, now_ns: int) -> list[AgentOutput]:
-        """False: close the socket. True: reconnect and re-send ``session.update``."""
+        """False: close the socket. True: reconnect and re-send ``session.update``. Neither
+        waits for the network (the close and the handshake run on the link's thread)."""
         if connected:
-            if not self._connected:
+            if not self._connected and not self._connecting:
                 if self._in_rs is not None:
                     self._in_rs.reset()
                 with self._lock:
                     self._open.clear()
-                self._open_session()
-        elif self._ws is not None:
-            self._shutdown_socket()
+                self._reconnect()
+        elif self._ws is not None or self._connecting:
+            with self._lock:
+                self._connected = False  # from now on nothing is sent
+                self._connecting = False
+                self._held = []
+                self._generation += 1
+            if self._loop is not None:
+                asyncio.run_coroutine_threadsafe(self._disconnect(), self._loop)
         return self._drain()
 
     def _shutdown_socket(self) -> None:
@@ -817,6 +880,9 @@ class RealtimeAgentLink:
 
     def close(self) -> None:
         """Close the socket and stop the loop thread (idempotent, bounded)."""
+        with self._lock:
+            self._connecting = False
+            self._generation += 1
         if self._ws is not None:
             self._shutdown_socket()
         self._connected = False

@@ -165,3 +165,27 @@ def test_render_and_agent_failures_are_error_records(tmp_path: Path) -> None:
     assert "no_such_module" in err
     _, err = run(["--scenarios", str(folder), "--only", "nothing-*"], code=2)
     assert "no scenario matches" in err
+
+
+def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
+    import sys
+
+    folder = scenario_dir(tmp_path)
+    (folder / "broken.yaml").unlink()
+    code = (
+        "import json, os; print(json.dumps({'session': os.environ['VOXEVAL_SESSION_ID'], "
+        "'scenario': os.environ['VOXEVAL_SCENARIO_ID'], 'booked_count': 1}))"
+    )
+    probe = f'{sys.executable} -c "{code}"'
+    args = ["--scenarios", str(folder), "--agent", "energy", "--detector", "energy"]
+    path, _ = run([*args, "--state-probe", probe, "--out", str(tmp_path / "runs")])
+    rec = records(path)[("cut-in", "energy", 0)]
+    state = json.loads((path / rec["output"]["bundle"] / "final-state.json").read_text())
+    assert state["scenario"] == "cut-in" and state["session"].startswith("cut-in-r0-")
+    assert rec["output"]["session_stats"]["state_probe"]["problem"] is None
+    # a failing probe is recorded, and the session is still scored
+    path, _ = run([*args, "--state-probe", "false", "--out", str(tmp_path / "runs2")])
+    rec = records(path)[("cut-in", "energy", 0)]
+    assert rec["status"] == "ok"
+    assert "exit 1" in rec["output"]["session_stats"]["state_probe"]["problem"]
+    assert not (path / rec["output"]["bundle"] / "final-state.json").exists()

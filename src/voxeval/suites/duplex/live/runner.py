@@ -96,12 +96,14 @@ def run_scenarios(
     frame_ms: int = 20,
     detector: str = "silero",
     clips: str | Path | None = None,
+    state_probe: str | None = None,
     cache_dir: str | Path | None = None,
     seed: int = 0,
     factory: AgentFactory | Mapping[str, AgentFactory] | None = None,
     on_plan: Callable[[int], None] | None = None,
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
+    self_check: bool = True,
 ) -> RunStore:
     """Run every scenario ``repeat`` times against ``agent`` (one spec, or several: each is
     a system of the run) into ``out/<run_id>/``.
@@ -110,6 +112,11 @@ def run_scenarios(
     choice, when a socket agent is among them). ``factory`` overrides the registry (tests):
     one factory for a single agent, or spec -> factory. With one agent a session's bundle is
     ``bundles/<scenario>/<repeat>/``; with several, ``bundles/<scenario>/<repeat>/<agent>/``.
+
+    ``self_check`` (default on): before the sessions, the harness measures its own added
+    latency with a loopback echo agent on the run's transports and clock, and after them pools
+    the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
+    (``self_check``) and the report. A failing self-check is recorded there, never fatal.
     """
     from voxeval.suites.duplex.acoustic import detector_info
     from voxeval.suites.duplex.bundle import BUNDLE_METRICS_VERSION, BundleRef, score_ref
@@ -146,6 +153,7 @@ def run_scenarios(
             "repeat": repeat,
             "seed": seed,
             "clips": str(clips) if clips else None,
+            "state_probe": state_probe,
             "version": LIVE_VERSION,
         },
         "systems": agents,
@@ -188,6 +196,8 @@ def run_scenarios(
         route=route,
         seed=seed,
     )
+    if self_check and todo:
+        _self_check_latency(store, {transports[a] for a in agents}, clock, frame_ms)
     try:
         for a, sc, path, r in todo:
             provenance = Provenance(
@@ -217,15 +227,46 @@ def run_scenarios(
                 cache,
                 BundleRef,
                 score_ref,
+                state_probe,
             )
             store.append(rec)
             if on_record:
                 on_record(rec)
     finally:
         store.close()
+    if self_check:
+        _self_check_pacing(store, clock)
     from voxeval.report import finish_run
 
     return finish_run(store, write_reports)
+
+
+def _self_check_latency(store: RunStore, transports: set[str], clock: str, frame_ms: int) -> None:
+    """The harness-added latency probe, before the sessions (never fatal)."""
+    from voxeval.suites.duplex.live.selfcheck import run_self_check
+
+    try:
+        check = run_self_check(transports, clock, frame_ms=frame_ms)
+    except Exception as exc:  # run_self_check records its own errors; this is a last guard
+        check = {
+            "clock": clock,
+            "latency": {},
+            "errors": [{"stage": "self_check", "error": repr(exc)}],
+        }
+    check["measured_at"] = utc_now()
+    store.update_info(self_check=check)
+
+
+def _self_check_pacing(store: RunStore, clock: str) -> None:
+    """Pool the frame pacing error of every session of the run into ``self_check``."""
+    from voxeval.suites.duplex.live.selfcheck import add_target_status, pacing_from_records
+
+    check = dict(store.info().get("self_check") or {"clock": clock, "latency": {}, "errors": []})
+    try:
+        check.update(pacing_from_records(store.load_records().records, clock))
+    except Exception as exc:  # never fatal
+        check.setdefault("errors", []).append({"stage": "pacing", "error": repr(exc)})
+    store.update_info(self_check=add_target_status(check))
 
 
 def _one_session(
@@ -244,6 +285,7 @@ def _one_session(
     cache: Path,
     bundle_ref: Any,
     score_ref: Any,
+    state_probe: str | None = None,
 ) -> Record:
     from voxeval.suites.duplex.live.bundle_writer import write_bundle
     from voxeval.suites.duplex.live.render import render_segments
@@ -263,6 +305,10 @@ def _one_session(
     sid = f"{sc.id}-r{r}-{store.run_id[-4:]}"
     try:
         result = run_session(sc, audio, instance, cfg, sid)
+        if state_probe and result.end.final_state is None:
+            state, problem = probe_state(state_probe, sid, sc.id)
+            result.end.final_state = state
+            result.stats["state_probe"] = {"probe": state_probe, "problem": problem}
         raw_log = getattr(instance, "write_raw_log", None)
         extra_files = {"realtime.jsonl": raw_log} if callable(raw_log) else {}
     finally:
@@ -306,6 +352,42 @@ def _one_session(
     rec.started_at = started
     rec.timing["wall_s"] = round(time.perf_counter() - t0, 3)
     return rec
+
+
+def probe_state(probe: str, session_id: str, scenario_id: str) -> tuple[Any, str | None]:
+    """The business state of an agent without an export: ``probe`` is an http(s) URL (GET,
+    JSON body; ``{session_id}`` and ``{scenario_id}`` in it are filled in) or a command (run
+    without a shell, JSON on stdout; it gets ``VOXEVAL_SESSION_ID`` and
+    ``VOXEVAL_SCENARIO_ID`` in its environment). 30 s bound. Returns (state, problem)."""
+    import json
+    import os
+    import shlex
+    import subprocess
+    import urllib.request
+
+    try:
+        if probe.startswith(("http://", "https://")):
+            url = probe.format(session_id=session_id, scenario_id=scenario_id)
+            with urllib.request.urlopen(url, timeout=30) as resp:  # the user's own state URL
+                body = resp.read().decode("utf-8")
+        else:
+            env = {
+                **os.environ,
+                "VOXEVAL_SESSION_ID": session_id,
+                "VOXEVAL_SCENARIO_ID": scenario_id,
+            }
+            proc = subprocess.run(
+                shlex.split(probe), capture_output=True, text=True, timeout=30, env=env
+            )
+            if proc.returncode != 0:
+                return None, f"exit {proc.returncode}: {proc.stderr.strip()[:300]}"
+            body = proc.stdout
+        state = json.loads(body)
+    except Exception as exc:  # the probe's failure is recorded; the session still scores
+        return None, f"{type(exc).__name__}: {exc}"
+    if not isinstance(state, dict):
+        return None, f"the probe returned {type(state).__name__}, not a JSON object"
+    return state, None
 
 
 def _error(sc: Scenario, agent: str, r: int, kind: str, message: str, started: str) -> Record:

@@ -669,14 +669,15 @@ class _Session:
             t0 = k * self.frame
             self.next_frame = t0 + self.frame
             now = self._ns(t0)
+            if self.cfg.clock == "real":
+                # wait for the deadline *before* rendering the player to it: rendered ahead of
+                # the real clock, it would hold audio received while we wait until ``t0``
+                self._pace(now)
             self._faults(now)
             self._drain_queue(now)
             self._render(t0)
             if self._finished(t0) or t0 >= cap:
                 break
-            if self.cfg.clock == "real":
-                self._pace(now)
-                self._drain_queue(now)  # what came while we waited
             end = t0 + self.frame
             frame = np.zeros(self.frame, np.float32)
             if t0 < self.input.size:
