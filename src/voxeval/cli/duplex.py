@@ -20,6 +20,14 @@ from voxeval.cli.common import (
 
 SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix")
 
+detector_option = click.option(
+    "--detector",
+    type=click.Choice(["silero", "webrtc", "energy"]),
+    default="silero",
+    show_default=True,
+    help="Speech detector for the acoustic events.",
+)
+
 
 @click.group()
 def duplex() -> None:
@@ -195,13 +203,7 @@ def render_cmd(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Expected turn actions, JSONL: call, start_s, end_s, expected_actions.",
 )
-@click.option(
-    "--detector",
-    type=click.Choice(["silero", "webrtc", "energy"]),
-    default="silero",
-    show_default=True,
-    help="Speech detector for the acoustic events.",
-)
+@detector_option
 @click.option(
     "--system",
     default=None,
@@ -556,13 +558,7 @@ def gate_cmd(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Your own recordings: CLIPS/<scenario_id>/<segment_id>.wav replace rendered speech.",
 )
-@click.option(
-    "--detector",
-    type=click.Choice(["silero", "webrtc", "energy"]),
-    default="silero",
-    show_default=True,
-    help="Speech detector for the acoustic events.",
-)
+@detector_option
 @click.option(
     "--matrix",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

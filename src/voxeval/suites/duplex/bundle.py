@@ -1475,6 +1475,25 @@ def behaviour_slice(
 # --------------------------------------------------------------------------- a run
 
 
+def scoring_config(detector: str) -> dict[str, Any]:
+    """What decides how bundles are scored (part of every bundle run's config and its resume
+    fingerprint): the detector and the versions of every scorer."""
+    from voxeval.suites.duplex.acoustic import detector_info
+    from voxeval.suites.duplex.metrics import METRICS_VERSION as LEDGER_METRICS_VERSION
+    from voxeval.suites.duplex.task import TASK_METRICS_VERSION
+    from voxeval.suites.duplex.turns import TURNS_VERSION
+
+    return {
+        "detector": detector_info(detector),
+        "metrics_version": BUNDLE_METRICS_VERSION,
+        "versions": {
+            "ledger_metrics": LEDGER_METRICS_VERSION,
+            "turns": TURNS_VERSION,
+            "task": TASK_METRICS_VERSION,
+        },
+    }
+
+
 def score_ref(
     ref: BundleRef,
     store: RunStore,
@@ -1557,10 +1576,6 @@ def score_bundles(
     and scored from that copy, so the run holds no raw audio. ``baseline``: a previous duplex
     run whose differences the report lists ("what changed").
     """
-    from voxeval.suites.duplex.acoustic import detector_info
-    from voxeval.suites.duplex.metrics import METRICS_VERSION as LEDGER_METRICS_VERSION
-    from voxeval.suites.duplex.task import TASK_METRICS_VERSION
-    from voxeval.suites.duplex.turns import TURNS_VERSION
 
     if redact is not None:
         for r in refs:
@@ -1568,13 +1583,7 @@ def score_bundles(
     config = {
         "mode": "bundles",
         "systems": sorted({r.system for r in refs}),
-        "detector": detector_info(detector),
-        "metrics_version": BUNDLE_METRICS_VERSION,
-        "versions": {
-            "ledger_metrics": LEDGER_METRICS_VERSION,
-            "turns": TURNS_VERSION,
-            "task": TASK_METRICS_VERSION,
-        },
+        **scoring_config(detector),
         "inputs": list(inputs) or sorted({str(r.path) for r in refs}),
         "bundles": [str(r.path) for r in refs],
         "manifest_sha256": [_manifest_sha(r.path) for r in refs],

@@ -118,11 +118,7 @@ def run_scenarios(
     the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
     (``self_check``) and the report. A failing self-check is recorded there, never fatal.
     """
-    from voxeval.suites.duplex.acoustic import detector_info
-    from voxeval.suites.duplex.bundle import BUNDLE_METRICS_VERSION, BundleRef, score_ref
-    from voxeval.suites.duplex.metrics import METRICS_VERSION as LEDGER_METRICS_VERSION
-    from voxeval.suites.duplex.task import TASK_METRICS_VERSION
-    from voxeval.suites.duplex.turns import TURNS_VERSION
+    from voxeval.suites.duplex.bundle import BundleRef, score_ref, scoring_config
 
     agents = [agent] if isinstance(agent, str) else list(dict.fromkeys(agent))
     if not agents:
@@ -161,13 +157,7 @@ def run_scenarios(
             {"id": sc.id, "version": sc.version, "sha256": file_sha256(path)}
             for sc, path in scenarios
         ],
-        "detector": detector_info(detector),
-        "metrics_version": BUNDLE_METRICS_VERSION,
-        "versions": {
-            "ledger_metrics": LEDGER_METRICS_VERSION,
-            "turns": TURNS_VERSION,
-            "task": TASK_METRICS_VERSION,
-        },
+        **scoring_config(detector),
     }
     items = [
         Item(
