@@ -77,6 +77,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import functools
 import hmac
 import json
 import os
@@ -821,7 +823,7 @@ class _Connection:
                     "part": {"type": "audio", "transcript": ""},
                 }
             )
-            resp.resampler = StreamResampler(self.srv.sample_rate, PROTOCOL_RATE)
+            resp.resampler = _fresh_resampler(self.srv.sample_rate, PROTOCOL_RATE)
         assert resp.resampler is not None
         wire = resp.resampler.process_pcm16(np.asarray(out.pcm, dtype=np.int16).reshape(-1))
         self.send_audio(resp, wire)
@@ -1011,6 +1013,19 @@ class _Connection:
         )
         if own:
             self.close_response(resp, "completed")
+
+
+@functools.lru_cache(maxsize=8)
+def _resampler_template(rate_in: int, rate_out: int) -> StreamResampler:
+    return StreamResampler(rate_in, rate_out)
+
+
+def _fresh_resampler(rate_in: int, rate_out: int) -> StreamResampler:
+    """A new resampler stream sharing a cached filter table (building the table costs more
+    than resampling a chunk; each response's first audio would wait for it)."""
+    resampler = copy.copy(_resampler_template(rate_in, rate_out))
+    resampler.reset()
+    return resampler
 
 
 class _Invalid(Exception):

@@ -155,15 +155,16 @@ def test_a_live_session_over_loopback_ga(tmp_path: Path) -> None:
     ]
     (truth_end,) = [e for e in events(res, "user.speech_stopped") if e.utterance_id == "ask"]
     assert vad[1].monotonic_ns > truth_end.monotonic_ns  # endpointing after the truth, by energy
-    (created,) = events(res, "response.created")
+    # the first answer (a second one, to the cut-in, may or may not fit before the tail ends)
+    created = events(res, "response.created")[0]
     assert created.response_id == "r1"
     # the agent's audio arrived and was played: audible output after playback.started
-    (started,) = events(res, "playback.started")
+    (started,) = [e for e in events(res, "playback.started") if e.response_id == "r1"]
     k = round(started.monotonic_ns * SR / 1e9)
     assert np.sqrt(np.mean(res.output[k : k + SR // 2] ** 2)) > 0.01
     assert sum(e.data["samples"] for e in events(res, "tts.chunk")) > SR  # > 1 s received
     # the interruption: the player's cut, the client's truncate and the agent's report agree
-    (cut,) = events(res, "playback.interrupted")
+    (cut,) = [e for e in events(res, "playback.interrupted") if e.response_id == "r1"]
     (trunc,) = client_events(link, "conversation.item.truncate")
     assert abs(trunc["audio_end_ms"] - cut.played_until_ms) <= 20  # within one frame
     assert 700 <= cut.played_until_ms <= 2000  # ~1 s in, when the cut began

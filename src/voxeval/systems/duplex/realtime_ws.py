@@ -52,7 +52,10 @@ Client actions
 - ``on_tool_result``: ``conversation.item.create`` (``function_call_output``; the output is
   the JSON result, or ``{"error": ...}``) then ``response.create``.
 - ``on_connection(False)`` closes the socket; ``(True)`` reconnects and re-sends
-  ``session.update`` (a new server session: the Realtime protocol has no resumption).
+  ``session.update`` (a new server session: the Realtime protocol has no resumption). Both
+  run on the link's thread: the driver's clock never waits for a close or a handshake;
+  what the driver sends while the reconnection is under way is held and goes out, in order,
+  after ``session.update`` (dropped and counted if the connection fails).
 
 Turn modes (``turn``)
 =====================
@@ -84,6 +87,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import functools
 import json
 import os
 import threading
@@ -613,7 +618,7 @@ class RealtimeAgentLink:
                 self._items.setdefault(rid, []).append(item)
             item.samples += pcm.size
         if item.resampler is None:
-            item.resampler = StreamResampler(PROTOCOL_RATE, self._sr)
+            item.resampler = _fresh_resampler(PROTOCOL_RATE, self._sr)
         out = item.resampler.process_pcm16(pcm)
         self._count("audio.received_samples", int(pcm.size))
         if out.size:
@@ -934,6 +939,19 @@ def _import_websockets() -> None:
             "the Realtime WebSocket link needs the websockets package: "
             "pip install 'voxeval[live]' (or pip install websockets)"
         ) from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _resampler_template(rate_in: int, rate_out: int) -> StreamResampler:
+    return StreamResampler(rate_in, rate_out)
+
+
+def _fresh_resampler(rate_in: int, rate_out: int) -> StreamResampler:
+    """A new resampler stream sharing a cached filter table: building the table costs more
+    than resampling a chunk, and each response's first chunk would wait for it."""
+    resampler = copy.copy(_resampler_template(rate_in, rate_out))
+    resampler.reset()
+    return resampler
 
 
 def _opt_str(value: Any) -> str | None:
