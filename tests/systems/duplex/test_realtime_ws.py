@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import soundfile as sf
 
 from tests.conftest import SHARED
+from tests.helpers.duplex import arctic_clip, cut_in_scenario
 from tests.systems.duplex.conformance import check
 from voxeval.reference.server import RealtimeServer
 from voxeval.suites.duplex.live.agent_api import (
@@ -48,32 +48,11 @@ needs_speech = pytest.mark.skipif(
 
 
 def clip(name: str, seconds: float | None = None) -> np.ndarray:
-    import soxr
-
-    x, sr = sf.read(ARCTIC / name, dtype="float32")
-    y = soxr.resample(x, sr, SR).astype(np.float32)
-    return y[: int(seconds * SR)] if seconds else y
+    return arctic_clip(name, seconds)
 
 
 def scenario(**over: Any) -> Scenario:
-    doc: dict[str, Any] = {
-        "id": "rt",
-        "version": 1,
-        "category": "interruption",
-        "segments": [
-            {"id": "ask", "role": "user", "audio": "a.wav", "at_ms": 300, "intents": ["start"]},
-            {
-                "id": "cut",
-                "role": "user",
-                "audio": "b.wav",
-                "after": {"event": "playback.started", "ref": "ask", "offset_ms": 1000},
-                "intents": ["interrupt"],
-                "expected_actions": ["interrupt"],
-            },
-        ],
-    }
-    doc.update(over)
-    return Scenario.model_validate(doc)
+    return cut_in_scenario("rt", 300, **over)
 
 
 class Recording(EnergyAgent):

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import soundfile as sf
 
 from tests.conftest import SHARED
+from tests.helpers.duplex import arctic_clip, cut_in_scenario
 from voxeval.suites.duplex.live.agent_api import AgentBase, AgentEvent, ToolCall
 from voxeval.suites.duplex.live.session import (
     SessionConfig,
@@ -30,31 +30,11 @@ pytestmark = pytest.mark.skipif(
 
 
 def clip(name: str) -> np.ndarray:
-    import soxr
-
-    x, sr = sf.read(ARCTIC / name, dtype="float32")
-    return soxr.resample(x, sr, SR).astype(np.float32)
+    return arctic_clip(name)
 
 
 def scenario(**over: Any) -> Scenario:
-    doc: dict[str, Any] = {
-        "id": "drv",
-        "version": 1,
-        "category": "interruption",
-        "segments": [
-            {"id": "ask", "role": "user", "audio": "a.wav", "at_ms": 500, "intents": ["start"]},
-            {
-                "id": "cut",
-                "role": "user",
-                "audio": "b.wav",
-                "after": {"event": "playback.started", "ref": "ask", "offset_ms": 1000},
-                "intents": ["interrupt"],
-                "expected_actions": ["interrupt"],
-            },
-        ],
-    }
-    doc.update(over)
-    return Scenario.model_validate(doc)
+    return cut_in_scenario("drv", 500, **over)
 
 
 @pytest.fixture(scope="module")
