@@ -37,22 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _live_common import set_scheduling
 
 TARGET_MEDIAN_MS = 2.0
 TARGET_P99_MS = 10.0
-
-
-def set_scheduling(mode: str) -> str:
-    """``normal``, or ``fifo``: SCHED_FIFO for this process's threads (a diagnostic: it shows
-    how much of the tail is other processes' work; children start with normal scheduling)."""
-    if mode != "fifo":
-        return "normal (CFS, shared with every other process)"
-    try:
-        policy = os.SCHED_FIFO | os.SCHED_RESET_ON_FORK
-        os.sched_setscheduler(0, policy, os.sched_param(10))
-        return "SCHED_FIFO priority 10 (diagnostic; servers started from here run normal)"
-    except (AttributeError, OSError) as exc:
-        return f"normal (SCHED_FIFO refused: {exc})"
 
 
 def bare_loop(frames: int = 500, frame_ms: int = 20) -> np.ndarray:
