@@ -23,8 +23,8 @@ the switch's sessions. Then
    aggregate or a complement of the named metric, or the same event seen by another metric);
    they are printed, not asserted.
 
-The last tests rank careful against naive on the demo set, category by category, with the
-compare engine of ``voxeval compare`` (behaviour and task error units, paired bootstrap CIs).
+The last tests rank careful against naive on the whole default set, category by category,
+with the compare engine of ``voxeval compare`` (paired bootstrap CIs, scenario clusters).
 
 Choices
 =======
@@ -39,31 +39,19 @@ Choices
   metric should flag; it is left out and ``test_every_failure_switch_is_injected`` says so.
 - **Scenarios**: per switch the default-set scenarios where that failure can show and the
   careful agent gets the named metric right (a careful miss would leave nothing to move).
-  Most come from the demo set, which the careful baseline runs anyway for the ranking test.
-  Left out: ``normal-turns-pause-1200ms`` and ``normal-turns-self-correction`` for
-  ``jumps_into_pauses`` (careful fails their task checks on ASR errors of the whole
-  utterance, which the jumping agent's shorter transcripts avoid: the task metrics would move
-  the other way), ``tools-stale-availability`` for ``delivers_stale_results`` (the stale slots
+  Left out: ``tools-stale-availability`` for ``delivers_stale_results`` (the stale slots
   are announced while the caller is still saying the correction, and the check takes a change
   as settled at the end of the caller's speech: not stale by its definition).
 
-Ranking gaps
-============
-Issue 4 asks the scoring core to rank careful above naive category by category.
-``test_careful_never_ranks_below_naive`` checks what holds on the demo set (never worse in any
-category, better overall); ``test_careful_ranks_above_naive_in_every_category`` is the
-criterion itself and is an expected failure (strict: it flags its own fix) because the compare
-units cannot see naive's failures everywhere:
-
-- naive's failure in the demo scenario of *interruption*, *network_media*,
-  *correction_entity*, *recovery_degradation* and *backchannel* is the history it keeps
-  after a cut: history_consistency, which ``voxeval compare`` does not pair (it pairs turn
-  decisions and task checks). Paired per session as failed / assessable history cases, through the same engine,
-  they put careful ahead in each of those categories;
-- *backchannel* besides: naive stops for the backchannel and, with its 250 ms endpoint,
-  answers within a few tens of ms; the turn analysis merges agent speech across gaps shorter
-  than ``agent_merge_gap_s`` (0.5 s), so the cut and the answer are one burst and the overlap
-  is judged "continue" (no false yield).
+Ranking
+=======
+Issue 4's criterion: the scoring core ranks careful above naive on the default set, category
+by category, with the differences and CIs in ``voxeval compare``'s report. The unit is
+``--metric acceptance`` (wrong turn decisions + failed task checks + failed history and
+recovery cases, per session): naive's failure in several categories is only visible as the
+history it keeps after a cut (history consistency), which the behaviour and task units do not
+pair. The test asks, in every category, a lower error rate for careful *and* a 95 % CI of the
+difference below zero; behaviour and task alone must never rank careful below naive.
 """
 
 from __future__ import annotations
@@ -424,10 +412,10 @@ class Runs:
         return run_scenarios(scenarios, agent, folder, compute="zero", cache_dir=self.cache, seed=0)
 
 
-def demo_ids() -> list[str]:
+def default_ids() -> list[str]:
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
-    return [sc.id for sc, _ in load_scenario_set("demo")]
+    return [sc.id for sc, _ in load_scenario_set("default")]
 
 
 @pytest.fixture(scope="module")
@@ -438,14 +426,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 @pytest.fixture(scope="module")
 def careful(runs: Runs) -> RunStore:
-    """The careful baseline over every scenario any switch uses, plus the demo set."""
-    ids = {s for inj in INJECTIONS for s in inj.scenarios} | set(demo_ids())
+    """The careful baseline over the default set (every scenario a switch uses is in it)."""
+    ids = set(default_ids())
+    assert {s for inj in INJECTIONS for s in inj.scenarios} <= ids
     return runs.run("reference:careful", ids)
 
 
 @pytest.fixture(scope="module")
 def naive(runs: Runs) -> RunStore:
-    return runs.run("reference:naive", demo_ids())
+    return runs.run("reference:naive", default_ids())
 
 
 # --------------------------------------------------------------------------- tests
@@ -499,70 +488,66 @@ def test_switch_is_caught_by_its_metric_and_nothing_else_moves(
 
 @dataclass(frozen=True)
 class Ranking:
-    """careful (A) vs naive (B) on the demo set: per category, the compare engine's rows."""
+    """careful (A) vs naive (B) on the default set: per category, the compare engine's rows
+    for each paired metric of the duplex suite."""
 
-    behaviour: Mapping[str, Any]
-    task: Mapping[str, Any]
+    comparisons: Mapping[str, Mapping[str, Any]]
     table: str
 
-    def rows(self, which: str) -> dict[str, Mapping[str, Any]]:
-        c = self.behaviour if which == "behaviour" else self.task
+    def rows(self, metric: str) -> dict[str, Mapping[str, Any]]:
+        c = self.comparisons[metric]
         return {g["name"]: g for g in c["groups"] if g["group"] == "category"}
+
+
+METRICS = ("acceptance", "behaviour", "task")
 
 
 @pytest.fixture(scope="module")
 def ranking(careful: RunStore, naive: RunStore) -> Ranking:
-    """``voxeval compare``'s engine on the two runs: behaviour units (what ``compare_runs``
-    pairs) and task-check units (the suite's other paired metric, through the same
-    ``_compare_units``: ``compare_runs`` has no option to ask for them)."""
-    from voxeval.core.compare import _compare_units, compare_runs
-    from voxeval.suites.duplex.report import paired_units
+    """``voxeval compare``'s engine (``compare_runs``) on the two runs, once per metric."""
+    from voxeval.core.compare import compare_runs
 
-    [behaviour] = compare_runs(careful.path, naive.path)["comparisons"]
-    task = _compare_units(
-        paired_units(careful, metric="task"),
-        paired_units(naive, metric="task"),
-        "reference:careful",
-        "reference:naive",
-        0,
-    )
-    out = Ranking(behaviour, task, "")
+    comparisons = {}
+    for metric in METRICS:
+        [c] = compare_runs(careful.path, naive.path, metric=metric)["comparisons"]
+        comparisons[metric] = c
+
+    def cell(g: Mapping[str, Any]) -> str:
+        return (
+            f"{g['a']:.3f} / {g['b']:.3f}, {g['diff']:+.3f} [{g['ci_lo']:+.3f}, "
+            f"{g['ci_hi']:+.3f}] (n {g['n']})"
+        )
+
+    out = Ranking(comparisons, "")
     lines = [
-        "category: behaviour errors careful / naive, diff [95% CI] | task errors, same",
+        "category: error rate careful / naive, diff [95% CI] for " + " | ".join(METRICS),
         *(
-            f"{cat}: "
-            + " | ".join(
-                f"{g['a']:.3f} / {g['b']:.3f}, {g['diff']:+.3f} [{g['ci_lo']:+.3f}, "
-                f"{g['ci_hi']:+.3f}] (n {g['n']})"
-                for g in (out.rows("behaviour")[cat], out.rows("task")[cat])
-            )
-            for cat in sorted(out.rows("behaviour"))
+            f"{cat}: " + " | ".join(cell(out.rows(m)[cat]) for m in METRICS)
+            for cat in sorted(out.rows("acceptance"))
         ),
-        *(
-            f"overall {name}: {o['a']:.3f} / {o['b']:.3f}, {o['diff']:+.3f} "
-            f"[{o['ci_lo']:+.3f}, {o['ci_hi']:+.3f}] (n {o['n']})"
-            for name, o in (("behaviour", behaviour["overall"]), ("task", task["overall"]))
-        ),
+        "overall: " + " | ".join(cell(comparisons[m]["overall"]) for m in METRICS),
     ]
     print("\n".join(lines))
-    return Ranking(behaviour, task, "\n".join(lines))
+    return Ranking(comparisons, "\n".join(lines))
 
 
 def test_careful_never_ranks_below_naive(
     ranking: Ranking, careful: RunStore, naive: RunStore, tmp_path: Path
 ) -> None:
-    """On the demo set careful's behaviour and task error rates are at most naive's in every
-    category and lower overall, and ``voxeval compare`` reports the paired differences with
-    their CIs per category."""
+    """On the default set careful's error rate is at most naive's in every category for every
+    paired metric and lower overall, and ``voxeval compare`` reports the paired differences
+    with their CIs per category."""
     from click.testing import CliRunner
 
     from voxeval.cli.main import cli
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
-    for name, c in (("behaviour", ranking.behaviour), ("task", ranking.task)):
+    categories = {str(sc.category) for sc, _ in load_scenario_set("default")}
+    assert len(categories) == 8
+    for name, c in ranking.comparisons.items():
         assert (c["system_a"], c["system_b"]) == ("reference:careful", "reference:naive")
-        assert c["n_shared"] == len(demo_ids()), name
         rows = ranking.rows(name)
-        assert len(rows) == DEMO_CATEGORIES, name
+        assert set(rows) == categories, name
         for cat, g in rows.items():
             assert g["n"] >= 1
             assert g["ci_lo"] is not None and g["ci_hi"] is not None, (name, cat)
@@ -571,30 +556,35 @@ def test_careful_never_ranks_below_naive(
         worse = [cat for cat, g in rows.items() if g["diff"] > 1e-12]
         assert not worse, f"careful has more {name} errors than naive in {worse}\n{ranking.table}"
         assert c["overall"]["diff"] < 0, f"{name}: careful not better overall\n{ranking.table}"
+    assert ranking.comparisons["acceptance"]["n_shared"] == len(default_ids())
 
-    # the comparison report (`voxeval compare A B`) states the differences and CIs per category
+    # the comparison report (`voxeval compare A B --metric acceptance`) states the differences
+    # and CIs per category
     result = CliRunner().invoke(
-        cli, ["compare", str(careful.path), str(naive.path), "--out", str(tmp_path)]
+        cli,
+        [
+            "compare",
+            str(careful.path),
+            str(naive.path),
+            "--metric",
+            "acceptance",
+            "--out",
+            str(tmp_path),
+        ],
     )
     assert result.exit_code == 0, result.output
     folder = Path(result.stdout.strip().splitlines()[-1])
     md = (folder / "compare.md").read_text(encoding="utf-8")
     [saved] = json.loads((folder / "compare.json").read_text(encoding="utf-8"))["comparisons"]
-    assert {g["name"] for g in saved["groups"] if g["group"] == "category"} == set(
-        ranking.rows("behaviour")
-    )
-    for cat, g in ranking.rows("behaviour").items():
+    assert {g["name"] for g in saved["groups"] if g["group"] == "category"} == categories
+    for cat, g in ranking.rows("acceptance").items():
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| category | {cat} |"))
         assert f"[{g['ci_lo']:.4f}, {g['ci_hi']:.4f}]" in line, line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 4 asks careful above naive in every category; with the compare engine's "
-    "behaviour and task units it is not, see the module docstring (Ranking gaps)",
-)
 def test_careful_ranks_above_naive_in_every_category(ranking: Ranking) -> None:
-    """Issue 4's criterion: in every category careful has fewer behaviour or task errors."""
-    b, t = ranking.rows("behaviour"), ranking.rows("task")
-    tied = [cat for cat in sorted(b) if not (b[cat]["diff"] < 0 or t[cat]["diff"] < 0)]
-    assert not tied, f"careful not ranked above naive in {tied}\n{ranking.table}"
+    """Issue 4's criterion: in every category careful has fewer errors per judged outcome
+    (acceptance unit) and the 95 % CI of the paired difference lies below zero."""
+    rows = ranking.rows("acceptance")
+    not_above = [cat for cat, g in sorted(rows.items()) if not (g["diff"] < 0 and g["ci_hi"] < 0)]
+    assert not not_above, f"careful not ranked above naive in {not_above}\n{ranking.table}"

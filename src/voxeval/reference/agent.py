@@ -19,14 +19,22 @@ so far.
 - **Endpointing**: the user's turn ends after ``endpoint_ms`` of silence (careful 700 ms); a
   transcript that ends mid-phrase (a conjunction, preposition, article, "um") waits up to
   ``incomplete_endpoint_ms`` (1500 ms) [``jumps_into_pauses``: 250 ms, no completeness check].
-- **Overlap while the agent speaks**: speech that lasts ``barge_in_ms`` (450 ms) at the
-  caller's level is a barge-in: the agent stops (``ClearAudio`` + ``response.done``
-  cancelled). Shorter speech is transcribed when it ends: a stop word ("stop", "wait") or
-  anything that is not a backchannel token stops the agent; a backchannel ("uh-huh") does not
-  (``turn.decision`` backchannel). [``answers_backchannels``: stops once ``ONSET_STOP_MS``
+- **Overlap while the agent speaks**: after ``BARGE_IN_MS`` (450 ms) of speech at the caller's
+  level the words so far are transcribed: anything but backchannel tokens (or a stop word) is
+  a barge-in and the agent stops (``ClearAudio`` + ``response.done`` cancelled); backchannel
+  tokens or no words yet ("mm hmm" lasts about half a second) hold the decision until the
+  speech ends or reaches ``BACKCHANNEL_MAX_MS`` (1 s, longer than listener tokens), which is a
+  barge-in. Speech that ends earlier is transcribed when it ends: a stop word ("stop", "wait")
+  or anything that is not a backchannel token stops the agent; a backchannel ("uh-huh") does
+  not (``turn.decision`` backchannel). The check costs one ASR call, which a charged-compute
+  run adds to the stop latency (the price of not stopping for every "mm hmm"). [``answers_backchannels``: stops once ``ONSET_STOP_MS``
   (150 ms) of overlapping speech at the caller's level is confirmed, and treats a backchannel
   token as a turn; ``ignores_interruptions``: never stops; ``slow_stop_ms``: the stop
   reaches the player that much later.]
+- **Transcripts**: an utterance is transcribed piece by piece, split at its inner pauses of
+  ``PIECE_PAUSE_MS`` (250 ms) or more, and the pieces' texts joined (each piece once: a
+  resumed utterance only adds a piece). Whisper on one stretch with a long silence inside
+  drops or garbles words next to it ("my new number is ... 555 0199" lost "new").
 - **History**: when the player reports a cut, the dialogue manager keeps only what was heard
   (``history.updated``) [``keeps_unheard_text``].
 
@@ -37,6 +45,7 @@ time.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -47,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from voxeval.reference.policy import Policy
+from voxeval.reference.speech import CHUNK
 from voxeval.suites.duplex.live.agent_api import (
     AgentBase,
     AgentEvent,
@@ -66,6 +76,9 @@ SPEECH_ON = 0.5
 SPEECH_OFF = 0.35
 BYSTANDER_REL_DB = 10.0
 BARGE_IN_MS = 450.0
+BACKCHANNEL_MAX_MS = 1000.0
+PIECE_PAUSE_MS = 250.0
+PIECE_PRE_ROLL_MS = 100.0
 ONSET_STOP_MS = 150.0
 """``answers_backchannels`` stops once this much overlapping speech is confirmed: a VAD's
 minimum speech duration, which also gives the bystander gate a level to judge. (Stopping at
@@ -95,6 +108,11 @@ class _Utterance:
     decided: str | None = None
     text: str | None = None
     asr_ms: float = 0.0
+    pieces: list[int] = field(default_factory=list)
+    """Start samples of the pieces after the first (split at inner pauses)."""
+    piece_texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    held: bool = False
+    """Overlap checked at BARGE_IN_MS and found to be backchannel tokens (or no words)."""
 
 
 @dataclass
@@ -204,13 +222,17 @@ class ReferenceAgent(AgentBase):
         if not self.in_speech:
             if prob >= SPEECH_ON:
                 self.in_speech = True
-                self.silence_ms = 0.0
+                pause_ms, self.silence_ms = self.silence_ms, 0.0
                 if self.utt is None:
                     out += self._onset(now, start)
                 else:
                     # the user resumed after a pause that did not end the turn: a transcript
-                    # made during the pause covers only the first part, so it is redone
+                    # made during the pause covers only the first part; a long enough pause
+                    # starts a new piece (the earlier pieces keep their texts)
                     self.utt.text = None
+                    if pause_ms >= PIECE_PAUSE_MS:
+                        pre = int(PIECE_PRE_ROLL_MS * self.sr / 1000)
+                        self.utt.pieces.append(max(self.utt.start_sample, start - pre))
             elif self.utt is not None:
                 self.silence_ms += chunk_ms
                 out += self._maybe_endpoint(now)
@@ -230,12 +252,21 @@ class ReferenceAgent(AgentBase):
         if utt.overlap and utt.decided is None and self._overlap_still_playing(utt):
             p = self.policy
             if not p.ignores_interruptions and (self._caller(utt) or p.answers_bystanders):
-                if utt.speech_ms >= BARGE_IN_MS:
-                    utt.decided = "interrupt"
-                    out += self._stop(utt, now, "barge-in: speech over the agent")
-                elif p.answers_backchannels and utt.speech_ms >= ONSET_STOP_MS:
+                if p.answers_backchannels and utt.speech_ms >= ONSET_STOP_MS:
                     utt.decided = "interrupt"
                     out += self._stop(utt, now, "any speech over the agent stops it")
+                elif utt.held and utt.speech_ms >= BACKCHANNEL_MAX_MS:
+                    utt.decided = "interrupt"
+                    out += self._stop(utt, now, "barge-in: speech over the agent")
+                elif not utt.held and utt.speech_ms >= BARGE_IN_MS:
+                    words = self._transcribe(utt, start + CHUNK)
+                    if not words.strip() or (
+                        self.dm.is_backchannel(words) and not self.dm.is_stop(words)
+                    ):
+                        utt.held = True
+                    else:
+                        utt.decided = "interrupt"
+                        out += self._stop(utt, now, f"barge-in: words over the agent ({words!r})")
         return out
 
     def _onset(self, now: float, start: int) -> list[AgentOutput]:
@@ -258,13 +289,9 @@ class ReferenceAgent(AgentBase):
             ]
         import time
 
-        from voxeval.reference.speech import transcribe
-
         if utt.text is None:
-            if len(self.heard) > 1:
-                self.heard = [np.concatenate(self.heard)]
             t0 = time.perf_counter()
-            utt.text = transcribe(self.heard[0][utt.start_sample :])
+            utt.text = self._transcribe(utt, None)
             utt.asr_ms = (time.perf_counter() - t0) * 1000
         text = utt.text
         if (
@@ -344,6 +371,23 @@ class ReferenceAgent(AgentBase):
         self.answering = utt.uid
         out += self._dm(self.dm.on_user_text(text, utt.uid, now))
         return out
+
+    def _transcribe(self, utt: _Utterance, end: int | None) -> str:
+        """Text of ``utt`` up to sample ``end`` (None: all heard), piece by piece."""
+        from voxeval.reference.speech import transcribe
+
+        if len(self.heard) > 1:
+            self.heard = [np.concatenate(self.heard)]
+        audio = self.heard[0]
+        stop = audio.size if end is None else min(end, audio.size)
+        bounds = [utt.start_sample, *[b for b in utt.pieces if b < stop], stop]
+        texts = []
+        for a, b in itertools.pairwise(bounds):
+            key = (a, b)
+            if key not in utt.piece_texts:
+                utt.piece_texts[key] = transcribe(audio[a:b])
+            texts.append(utt.piece_texts[key])
+        return " ".join(t for t in texts if t).strip()
 
     # -- helpers: caller level, speaking state ----------------------------------------------
     @staticmethod

@@ -296,6 +296,41 @@ def test_history_pure_function_on_constructed_segments() -> None:
     assert history_consistency(late, agent) == []
 
 
+def _cut_at(t_s: float, played_ms: float, **data: Any) -> list[tuple[Event, float]]:
+    start = new_event("playback.started", 0, "s", 1, response_id="r1", playback_id="p1")
+    stop = new_event(
+        "playback.interrupted", 0, "s", 2, playback_id="p1", played_until_ms=played_ms, data=data
+    )
+    return [(start, 1.0), (stop, t_s)]
+
+
+def test_a_flush_inside_a_pause_was_heard_up_to_the_flush() -> None:
+    # the response sounds 1.0-2.0 and 2.4-3.0 s and is flushed at 3.3 s, 300 ms into a pause:
+    # 2000 ms sounded, the player position (2300 ms) is as true; 2600 ms is not
+    agent = [{"start_s": 1.0, "end_s": 2.0}, {"start_s": 2.4, "end_s": 3.0}]
+    (case,) = history_consistency(_cut_at(3.3, 2300.0), agent)
+    assert case["passed"] is True and case["acoustic_heard_ms"] == pytest.approx(2000.0)
+    assert case["silent_tail_ms"] == pytest.approx(300.0) and case["diff_ms"] == 300.0
+    (over,) = history_consistency(_cut_at(3.3, 2600.0), agent)
+    assert over["passed"] is False and over["diff_ms"] == pytest.approx(600.0)
+    assert "300 ms unheard kept" in over["reason"]
+    # dropping what sounded is judged against the last sound
+    (under,) = history_consistency(_cut_at(3.3, 1700.0), agent)
+    assert under["passed"] is False and under["diff_ms"] == pytest.approx(-300.0)
+
+
+def test_the_players_stall_is_wall_time_not_audio() -> None:
+    # 1.0-2.0 s of audio, a 1.5 s network stall, 0.5 s more audio, flushed at 4.0 s: the
+    # player played 1500 ms of the response in 3000 ms of wall time
+    agent = [{"start_s": 1.0, "end_s": 2.0}, {"start_s": 3.5, "end_s": 4.0}]
+    (case,) = history_consistency(_cut_at(4.0, 1500.0, stalled_ms=1500.0), agent)
+    assert case["passed"] is True and case["acoustic_heard_ms"] == pytest.approx(1500.0)
+    assert case["player_stalled_ms"] == pytest.approx(1500.0)
+    # without the player's report the 1.5 s of silence would count as heard
+    (blind,) = history_consistency(_cut_at(4.0, 1500.0), agent)
+    assert blind["passed"] is False and blind["acoustic_heard_ms"] == pytest.approx(3000.0)
+
+
 # =========================================================================== recovery
 
 

@@ -328,6 +328,29 @@ def test_soft_short_overlap_is_a_backchannel_and_stopping_for_it_a_false_yield()
     assert a.expected_action_source == "acoustic"
 
 
+def test_a_recorded_cut_splits_agent_speech_the_merge_gap_would_join() -> None:
+    # a soft "mm hmm" at 3.5 s; the agent's player is flushed at 4.1 s and a different
+    # response starts 0.2 s later: audio alone reads one burst talking through the sound
+    # (continue), the recorded cut says the agent stopped for it (a false yield)
+    user = _u((0.5, 2.0)) + _u((3.5, 3.95), level=-29.0)
+    agent = _a((2.5, 4.1), (4.3, 5.5))
+    plain = analyze_call(user, agent)
+    assert len(plain.bursts) == 1 and _ev(plain).observed_action == "continue"
+    cut = analyze_call(user, agent, agent_cuts_s=[4.1])
+    assert [(b.start_s, b.end_s) for b in cut.bursts] == [(2.5, 4.1), (4.3, 5.5)]
+    e = _ev(cut)
+    assert e.kind == "backchannel" and e.agent_stopped and e.stop_ms == pytest.approx(600.0)
+    assert e.outcome == "false_yield"
+    # the same inside one detector segment that bridged the pause (its ``gaps``)
+    bridged = [{**_a((2.5, 5.5))[0], "gaps": [[4.1, 4.3]]}]
+    inner = analyze_call(user, bridged, agent_cuts_s=[4.12])
+    assert [(b.start_s, b.end_s) for b in inner.bursts] == [(2.5, 4.1), (4.3, 5.5)]
+    assert _ev(inner).outcome == "false_yield"
+    # a cut nowhere near a pause changes nothing (the agent talked through it)
+    far = analyze_call(user, bridged, agent_cuts_s=[3.0])
+    assert len(far.bursts) == 1 and _ev(far).observed_action == "continue"
+
+
 def test_agent_that_never_answers_is_censored_and_counted() -> None:
     silent = analyze_call(_u((0.5, 2.0)), [], call_id="silent", duration_s=8.0)
     (t,) = silent.turns

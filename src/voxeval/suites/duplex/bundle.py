@@ -727,6 +727,11 @@ def score_bundle_folder(
         "labels": labels,
         "labels_missing": labels_missing,
         "alignment": alignment,
+        "agent_cuts_s": sorted(
+            round((session_ns(e, clocks) - origin) / 1e9, 6)
+            for e in ledger.events
+            if e.event_type == "playback.interrupted"
+        ),
     }
     analysis = analysis_of(key, output)
 
@@ -1077,6 +1082,7 @@ def analysis_of(key: str, output: Mapping[str, Any]) -> Any:
         labels=list(output.get("labels") or []) or None,
         call_id=key,
         duration_s=output.get("duration_s"),
+        agent_cuts_s=output.get("agent_cuts_s") or (),
     )
 
 

@@ -44,7 +44,13 @@ onset is its first segment's start, the stop the end of the stopped burst (1) or
 segment starting before the cut (2); for a response that was not cut, its last segment's end.
 This is the duration of the response's audio that sounded; a player position
 (``played_until_ms``) also counts leading silence in the response's audio, which the
-tolerance absorbs up to ``HISTORY_TOLERANCE_MS``.
+tolerance absorbs up to ``HISTORY_TOLERANCE_MS``. When the player reports that the response
+starved before the cut (``data.stalled_ms`` of its ``playback.*`` events: underruns during
+which nothing was played, e.g. a network drop), that silence is subtracted: it is wall time,
+not audio. A response flushed during one of its own pauses (the player's cut event comes
+after its last sound) was heard up to any point of that silence: the heard point may lie
+anywhere from the last sound to the cut, at most ``SILENT_TAIL_MAX_MS`` (1 s, a long sentence
+pause; longer silence before a flush is a stall, not the response's audio) past the sound.
 
 **Consistent** when both hold:
 
@@ -155,13 +161,15 @@ __all__ = [
     "recovery_slice",
 ]
 
-RECOVERY_VERSION = "1"
+RECOVERY_VERSION = "2"
 HISTORY_EVENT = "history.updated"
 """Ledger event of an agent editing its conversation history (see the module docstring)."""
 HISTORY_ACTIONS: tuple[str, ...] = tuple(str(a) for a in HistoryAction)
 UNCERTAIN_ACTIONS = frozenset({str(HistoryAction.CLARIFY), str(HistoryAction.MARK_UNCERTAIN)})
 """Actions accepted for each other: both leave the uncertain tail out of what was heard."""
 HISTORY_TOLERANCE_MS = 250.0
+SILENT_TAIL_MAX_MS = 1000.0
+"""Longest silence between a response's last sound and its flush that still counts as heard."""
 """Largest |recorded heard point - acoustic heard duration| that is consistent (docstring)."""
 ONSET_SLACK_S = 0.3
 """Agent audio may start this much before its logged ``playback.started`` (or a cut) and still
@@ -278,6 +286,8 @@ class _Response:
     history: Timed | None = None
     played: Timed | None = None
     segments: list[str] | None = None
+    stalled_ms: float | None = None
+    """The player's reported starving time of the response (``data.stalled_ms``)."""
 
 
 def _speech(segments: Iterable[Mapping[str, Any]]) -> list[tuple[float, float]]:
@@ -383,6 +393,8 @@ def history_consistency(
             continue
         if _is_cut_event(e) and hit.cut_event is None:
             hit.cut_event = (e, t)
+        if e.event_type.startswith("playback.") and _num(e.data.get("stalled_ms")):
+            hit.stalled_ms = _num(e.data.get("stalled_ms"))
         if e.event_type in ("playback.interrupted", "playback.stopped") and (
             e.played_until_ms is not None
         ):
@@ -539,11 +551,21 @@ def _history_case(
     else:
         stop = max(e for _, e in segs)
     heard = (stop - onset) * 1000.0
+    stalled = r.stalled_ms if cut else None
+    if stalled:
+        heard = max(0.0, heard - stalled)
     base.update(
         acoustic_onset_s=_r(onset, 4),
         acoustic_stop_s=_r(stop, 4),
         acoustic_heard_ms=_r(heard),
     )
+    if stalled:
+        base["player_stalled_ms"] = _r(stalled)
+    # flushed in a pause: the silence up to the cut was heard too (no word lies in it)
+    heard_max = heard
+    if r.cut_event is not None and r.cut_event[1] > stop:
+        heard_max = heard + min((r.cut_event[1] - stop) * 1000.0, SILENT_TAIL_MAX_MS)
+        base["silent_tail_ms"] = _r(heard_max - heard)
     action: str | None = None
     recorded: float | None = None
     whole = False
@@ -613,10 +635,10 @@ def _history_case(
     elif recorded is not None:
         diff = recorded - heard
         base["diff_ms"] = _r(diff)
-        if diff > tol:
+        if recorded - heard_max > tol:
             problems.append(
-                f"the memory keeps {recorded:.0f} ms as heard, only {heard:.0f} ms sounded "
-                f"({diff:.0f} ms unheard kept; tolerance {tol:.0f} ms)"
+                f"the memory keeps {recorded:.0f} ms as heard, only {heard_max:.0f} ms sounded "
+                f"({recorded - heard_max:.0f} ms unheard kept; tolerance {tol:.0f} ms)"
             )
         elif diff < -tol:
             problems.append(

@@ -13,7 +13,13 @@ Rules
 than hesitations) form one *sound*; agent segments closer than ``agent_merge_gap_s`` (0.5 s, the
 merge gap Full-Duplex-Bench uses for model speech) form one *burst* of agent speech. An agent
 pause shorter than that is a word or sentence pause, never a stop; so every burst end is followed
-by at least 0.5 s of agent silence.
+by at least 0.5 s of agent silence, except at a **recorded cut**: when the caller of the
+analysis passes the times at which the client's player flushed the agent's audio
+(``agent_cuts_s``; a bundle's ``playback.interrupted`` events), a burst never spans a gap that
+contains one (within ``cut_tolerance_s``, 0.05 s), neither between segments nor inside one
+(a detector segment's bridged ``gaps``). A flush is direct evidence of a stop, so a
+response that is cut and followed 0.2 s later by a different one is a stop and a new response,
+not one burst; calls scored from audio alone have no cuts and keep the plain merge rule.
 
 **What a user sound is** (first rule that applies; a scenario label on the sound overrides it):
 
@@ -145,7 +151,7 @@ __all__ = [
     "percentile_summary",
 ]
 
-TURNS_VERSION = "1"
+TURNS_VERSION = "2"
 
 ACTIONS = ("listen", "continue", "backchannel", "pause", "interrupt", "ignore")
 """The scenario turn actions (the values of ``schema.TurnAction``)."""
@@ -201,6 +207,8 @@ class TurnParams:
     """User segments closer than this are one sound (word gaps)."""
     agent_merge_gap_s: float = 0.5
     """Agent segments closer than this are one burst; the minimum silence after a stop."""
+    cut_tolerance_s: float = 0.05
+    """A recorded playback cut this close to an agent gap splits the burst there."""
     max_pause_s: float = 1.5
     """Longest silence inside one user turn."""
     takeover_resume_max_s: float = 1.0
@@ -507,6 +515,8 @@ class _Seg:
     level: float
     kind: str
     words: int | None
+    gaps: tuple[tuple[float, float], ...] = ()
+    """Inner pauses the detector bridged (agent segments, for recorded cuts)."""
 
     @property
     def dur(self) -> float:
@@ -533,7 +543,7 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def _segments(segments: Iterable[Any], what: str) -> list[_Seg]:
+def _segments(segments: Iterable[Any], what: str, *, keep_gaps: bool = False) -> list[_Seg]:
     out: list[_Seg] = []
     for s in segments:
         start, end = float(_attr(s, "start_s")), float(_attr(s, "end_s"))
@@ -550,9 +560,31 @@ def _segments(segments: Iterable[Any], what: str) -> list[_Seg]:
                 float(level) if level is not None else math.nan,
                 str(_attr(s, "kind", SPEECH) or SPEECH),
                 int(words) if words is not None else None,
+                tuple((float(a), float(b)) for a, b in (_attr(s, "gaps") or ()))
+                if keep_gaps
+                else (),
             )
         )
     return sorted(out, key=lambda s: (s.start, s.end))
+
+
+def _split_at_cuts(segs: list[_Seg], cuts: Sequence[float], p: TurnParams) -> list[_Seg]:
+    """Split agent segments at an inner pause (``gaps`` of a detector segment) that holds a
+    recorded cut: the detector bridged the pause, the player says the audio was flushed there."""
+    if not cuts:
+        return segs
+    tol = p.cut_tolerance_s
+    out: list[_Seg] = []
+    for seg in segs:
+        start = seg.start
+        for g0, g1 in seg.gaps:
+            if any(g0 - tol <= c <= g1 + tol for c in cuts) and start < g0 < g1 < seg.end:
+                out.append(_Seg(start, g0, seg.level, seg.kind, None))
+                start = g1
+        out.append(
+            _Seg(start, seg.end, seg.level, seg.kind, seg.words if start == seg.start else None)
+        )
+    return out
 
 
 def _power_mean_db(parts: Sequence[_Seg]) -> float:
@@ -564,10 +596,17 @@ def _power_mean_db(parts: Sequence[_Seg]) -> float:
 
 
 def _merge(
-    segs: Sequence[_Seg], gap: float, *, by_kind: bool, max_level_diff_db: float | None = None
+    segs: Sequence[_Seg],
+    gap: float,
+    *,
+    by_kind: bool,
+    max_level_diff_db: float | None = None,
+    cuts: Sequence[float] = (),
+    cut_tolerance: float = 0.0,
 ) -> list[_Unit]:
     """Merge segments separated by less than ``gap`` (of the same kind when ``by_kind``; with
-    ``max_level_diff_db``, not across a level jump larger than that: another talker)."""
+    ``max_level_diff_db``, not across a level jump larger than that: another talker; never
+    across a gap holding one of ``cuts``, widened by ``cut_tolerance`` on both sides)."""
     groups: list[list[_Seg]] = []
     for s in segs:
         if groups:
@@ -579,7 +618,8 @@ def _merge(
                 or not (math.isfinite(s.level) and math.isfinite(g[-1].level))
                 or abs(s.level - g[-1].level) <= max_level_diff_db
             )
-            if s.start - g_end < gap and same_kind and same_talker:
+            cut = any(g_end - cut_tolerance <= c <= s.start + cut_tolerance for c in cuts)
+            if s.start - g_end < gap and same_kind and same_talker and not cut:
                 g.append(s)
                 continue
         groups.append([s])
@@ -702,6 +742,7 @@ def analyze_call(
     params: TurnParams = DEFAULT_PARAMS,
     call_id: str = "call",
     duration_s: float | None = None,
+    agent_cuts_s: Iterable[float] = (),
 ) -> CallAnalysis:
     """Turns, latencies, overlaps, behaviour outcomes and metrics of one two-channel call.
 
@@ -711,17 +752,29 @@ def analyze_call(
     ``Label`` objects or mappings with ``start_s``, ``end_s``, ``expected_actions`` (or
     ``expected_action``) and optionally ``intents``, ``role``, ``id``. ``duration_s``: the call
     length (censoring time of a last unanswered turn); default the last segment end.
+    ``agent_cuts_s``: recorded playback flushes (seconds); agent speech is never merged across
+    a gap that contains one.
     """
     p = params
     useg = _segments(user_segments, "user")
-    aseg = _segments(agent_segments, "agent")
+    cuts = sorted(float(c) for c in agent_cuts_s)
+    aseg = _split_at_cuts(_segments(agent_segments, "agent", keep_gaps=True), cuts, p)
     labs = _labels(labels)
     ends = [s.end for s in (*useg, *aseg)]
     dur = float(duration_s) if duration_s is not None else (max(ends) if ends else 0.0)
 
     bursts = [
         AgentBurst(f"a{i}", u.start, u.end, u.n, n_words=u.words)
-        for i, u in enumerate(_merge(aseg, p.agent_merge_gap_s, by_kind=False), start=1)
+        for i, u in enumerate(
+            _merge(
+                aseg,
+                p.agent_merge_gap_s,
+                by_kind=False,
+                cuts=cuts,
+                cut_tolerance=p.cut_tolerance_s,
+            ),
+            start=1,
+        )
     ]
     ref, ref_source = _reference_level(useg, p)
     units = _merge(

@@ -54,6 +54,8 @@ def test_underrun_and_late_completion() -> None:
     (done,) = evs
     assert done.event_type == "playback.completed" and done.sample == 3200 + 1600
     assert done.data["underruns"] == 1 and done.played_ms == 200.0
+    # 300 ms of wall time, 200 ms of audio: the 100 ms the player starved is reported
+    assert done.data["stalled_ms"] == 100.0
     # the agent says "done" only after everything was played
     q = PlaybackModel(SR)
     q.enqueue("r2", tone(100), 0)
@@ -78,3 +80,20 @@ def test_clear_cuts_at_the_exact_sample_and_reports_what_was_heard() -> None:
     q.enqueue("a", tone(100), 0)
     assert not [e for e in q.clear("b", 10) if e.event_type == "playback.interrupted"]
     assert q.busy()
+
+
+def test_a_cut_after_a_stall_reports_the_audio_heard_and_the_stall() -> None:
+    p = PlaybackModel(SR)
+    p.enqueue("r1", tone(500), arrival_sample=0)
+    p.advance_to(16_000)  # 500 ms played, then 500 ms starving (a network drop)
+    p.enqueue("r1", tone(1000), arrival_sample=16_000)
+    (cut,) = p.clear("r1", 16_000 + 4_000)  # 250 ms after the audio came back
+    assert cut.event_type == "playback.interrupted"
+    assert cut.played_ms == 750.0 and cut.data["stalled_ms"] == 500.0
+    # a stall still open at the cut is not counted: the acoustic stop is the last sound
+    q = PlaybackModel(SR)
+    q.enqueue("r1", tone(500), arrival_sample=0)
+    q.enqueue("r1", tone(500), arrival_sample=20_000)  # still on its way at the cut
+    q.advance_to(16_000)
+    (open_cut,) = q.clear("r1", 16_000)
+    assert open_cut.played_ms == 500.0 and "stalled_ms" not in open_cut.data

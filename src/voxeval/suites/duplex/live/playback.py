@@ -12,7 +12,9 @@ time into the output track (``output.wav``, on the same timeline as ``input.wav`
   ``data.played_ms``), ``playback.completed`` (the buffer ran dry after the agent said the
   response's audio was complete, ``mark_done``); a buffer that runs dry before that is an
   *underrun* (counted in ``data.underruns`` of the response's last event, nothing is played
-  meanwhile and playback continues when audio comes).
+  meanwhile and playback continues when audio comes; the silent time of the underruns that
+  ended before that event is its ``data.stalled_ms``, so wall time minus ``stalled_ms`` is the
+  response audio the user heard).
 - ``clear(response_id, t)`` drops what is buffered (all, or that response's): a response cut
   before its end gives ``playback.interrupted`` with ``played_until_ms`` = the milliseconds
   of it that were played; the cut is hard (no fade), so the acoustic stop is at ``t``.
@@ -62,6 +64,9 @@ class _Response:
     next_progress: int = 0
     underruns: int = 0
     starving: bool = False
+    stall_since: int = 0
+    stalled: int = 0
+    """Samples of silence inside the response while it starved (underruns that ended)."""
 
 
 class PlaybackModel:
@@ -124,6 +129,7 @@ class PlaybackModel:
                 events.append(self._event("playback.started", r))
             elif r.starving:
                 r.starving = False
+                r.stalled += self.pos - r.stall_since
             n = min(x.size, sample - self.pos)
             # progress marks inside this piece
             while r.next_progress + self.progress <= r.played + n:
@@ -148,6 +154,7 @@ class PlaybackModel:
                         events.append(self._event("playback.completed", r))
                     elif not r.starving:
                         r.starving = True
+                        r.stall_since = self.pos
                         r.underruns += 1
             else:
                 self._chunks[0] = (rid, x[n:], self.pos)
@@ -222,6 +229,8 @@ class PlaybackModel:
         data: dict[str, Any] = {"played_ms": self._ms(r.played)}
         if r.underruns:
             data["underruns"] = r.underruns
+        if r.stalled:
+            data["stalled_ms"] = self._ms(r.stalled)
         if reason:
             data["reason"] = reason
         return PlaybackEvent(
