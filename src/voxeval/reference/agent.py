@@ -20,14 +20,15 @@ so far.
   transcript that ends mid-phrase (a conjunction, preposition, article, "um") waits up to
   ``incomplete_endpoint_ms`` (1500 ms) [``jumps_into_pauses``: 250 ms, no completeness check].
 - **Overlap while the agent speaks**: after ``BARGE_IN_MS`` (450 ms) of speech at the caller's
-  level the words so far are transcribed: anything but backchannel tokens (or a stop word) is
+  level the first words so far are read (``speech.first_words``: a short-window Whisper pass): anything but backchannel tokens (or a stop word) is
   a barge-in and the agent stops (``ClearAudio`` + ``response.done`` cancelled); backchannel
   tokens or no words yet ("mm hmm" lasts about half a second) hold the decision until the
   speech ends or reaches ``BACKCHANNEL_MAX_MS`` (1 s, longer than listener tokens), which is a
   barge-in. Speech that ends earlier is transcribed when it ends: a stop word ("stop", "wait")
   or anything that is not a backchannel token stops the agent; a backchannel ("uh-huh") does
-  not (``turn.decision`` backchannel). The check costs one ASR call, which a charged-compute
-  run adds to the stop latency (the price of not stopping for every "mm hmm"). [``answers_backchannels``: stops once ``ONSET_STOP_MS``
+  not (``turn.decision`` backchannel). The check costs one short ASR pass (~0.1 s here), which
+  a charged-compute run adds to the stop latency (the price of not stopping for every
+  "mm hmm"). [``answers_backchannels``: stops once ``ONSET_STOP_MS``
   (150 ms) of overlapping speech at the caller's level is confirmed, and treats a backchannel
   token as a turn; ``ignores_interruptions``: never stops; ``slow_stop_ms``: the stop
   reaches the player that much later.]
@@ -259,7 +260,7 @@ class ReferenceAgent(AgentBase):
                     utt.decided = "interrupt"
                     out += self._stop(utt, now, "barge-in: speech over the agent")
                 elif not utt.held and utt.speech_ms >= BARGE_IN_MS:
-                    words = self._transcribe(utt, start + CHUNK)
+                    words = self._first_words(utt, start + CHUNK)
                     if not words.strip() or (
                         self.dm.is_backchannel(words) and not self.dm.is_stop(words)
                     ):
@@ -371,6 +372,14 @@ class ReferenceAgent(AgentBase):
         self.answering = utt.uid
         out += self._dm(self.dm.on_user_text(text, utt.uid, now))
         return out
+
+    def _first_words(self, utt: _Utterance, end: int) -> str:
+        """The first words of ``utt`` up to sample ``end`` (the short-window check)."""
+        from voxeval.reference.speech import first_words
+
+        if len(self.heard) > 1:
+            self.heard = [np.concatenate(self.heard)]
+        return first_words(self.heard[0][utt.start_sample : end])
 
     def _transcribe(self, utt: _Utterance, end: int | None) -> str:
         """Text of ``utt`` up to sample ``end`` (None: all heard), piece by piece."""

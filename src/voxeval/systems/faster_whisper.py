@@ -223,6 +223,50 @@ class FasterWhisperTranscriber:
             extra=extra,
         )
 
+    def first_words(self, audio: np.ndarray, *, max_tokens: int = 8, pad_s: float = 1.0) -> str:
+        """The first words of a short stretch (under a few seconds), cheaply.
+
+        Whisper's encoder is run on the audio plus ``pad_s`` of silence instead of the
+        30 s window ``transcribe`` pads to (the encoder's cost is linear in its input: about
+        a fifth for half a second here), then at most ``max_tokens`` greedy tokens without
+        timestamps, primed with ``initial_prompt``. Trained on 30 s windows, Whisper tends to
+        repeat itself on such short contexts: read the first words, not the whole text.
+        """
+        import ctranslate2
+        from faster_whisper.tokenizer import Tokenizer
+
+        samples = _as_mono_float32(audio)
+        if samples.shape[0] == 0:
+            return ""
+        self.load()
+        model = self._model
+        padded = np.pad(samples, (0, round(pad_s * self.sample_rate)))
+        feats = model.feature_extractor(padded)
+        frames = feats.shape[-1] - feats.shape[-1] % 2
+        view = ctranslate2.StorageView.from_array(
+            np.ascontiguousarray(feats[None, :, :frames], dtype=np.float32)
+        )
+        tok = Tokenizer(
+            model.hf_tokenizer,
+            model.model.is_multilingual,
+            task="transcribe",
+            language=self.language or "en",
+        )
+        prompt: list[int] = []
+        if self.initial_prompt:
+            prompt = [tok.sot_prev, *tok.encode(" " + self.initial_prompt.strip())]
+        prompt += [*tok.sot_sequence, tok.no_timestamps]
+        result = model.model.generate(
+            view,
+            [prompt],
+            beam_size=1,
+            max_length=len(prompt) + max_tokens,
+            no_repeat_ngram_size=2,
+            suppress_blank=True,
+        )
+        ids = [t for t in result[0].sequences_ids[0] if t < tok.eot]
+        return str(tok.decode(ids)).strip()
+
     def describe(self) -> dict[str, Any]:
         """Model, decoding settings and package versions for ``run.json``."""
         return {
