@@ -8,16 +8,17 @@ OUT ?= runs
 
 .PHONY: setup demo test check lint format typecheck bench clean system-deps
 
-# System packages (espeak-ng voices, fluidsynth + GM soundfont for music beds). Optional:
+# System packages (espeak-ng voices, fluidsynth + GM soundfont for music beds, Chromium for the
+# rating app's browser test). Optional:
 # voxeval degrades without them; installed when we are root and apt-get exists.
 system-deps:
-	@if ! command -v espeak-ng >/dev/null || ! command -v fluidsynth >/dev/null || [ ! -f /usr/share/sounds/sf2/FluidR3_GM.sf2 ]; then \
+	@if ! command -v espeak-ng >/dev/null || ! command -v fluidsynth >/dev/null || [ ! -f /usr/share/sounds/sf2/FluidR3_GM.sf2 ] || ! command -v chromium >/dev/null; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
-	    echo "installing espeak-ng fluidsynth fluid-soundfont-gm (apt)"; \
+	    echo "installing espeak-ng fluidsynth fluid-soundfont-gm chromium (apt)"; \
 	    (apt-get update -qq || true) >/dev/null 2>&1; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng fluidsynth fluid-soundfont-gm >/dev/null 2>&1 \
-	      || echo "warning: apt-get install failed; demo uses piper voices and the built-in music synth"; \
-	  else echo "note: espeak-ng/fluidsynth missing and not root; demo uses fallbacks"; fi; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng fluidsynth fluid-soundfont-gm chromium >/dev/null 2>&1 \
+	      || echo "warning: apt-get install failed; demo uses piper voices and the built-in music synth, the browser test skips"; \
+	  else echo "note: espeak-ng/fluidsynth/chromium missing and not root; demo uses fallbacks, the browser test skips"; fi; \
 	fi
 
 $(STAMP): pyproject.toml

@@ -24,6 +24,9 @@ HEAVY = (
     "matplotlib",
     "kaldialign",
     "rich.progress",
+    "starlette",
+    "uvicorn",
+    "scipy.sparse",
 )
 
 
@@ -32,7 +35,8 @@ def test_help_imports_nothing_heavy() -> None:
         "import sys\n"
         "from click.testing import CliRunner\n"
         "from voxeval.cli.main import cli\n"
-        "for args in (['--help'], ['asr', '--help'], ['asr', 'run', '--help'], ['report', '--help']):\n"
+        "for args in (['--help'], ['asr', '--help'], ['asr', 'run', '--help'], ['report', '--help'],\n"
+        "             ['study', '--help'], ['study', 'serve', '--help'], ['duplex', '--help']):\n"
         "    r = CliRunner().invoke(cli, args)\n"
         "    assert r.exit_code == 0, r.output\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"

@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voxeval.cli.duplex:duplex",
         "Full-duplex agent acceptance: validate scenarios, ledgers and bundles; export schemas.",
     ),
+    "study": (
+        "voxeval.cli.study:study",
+        "Human rating studies: create, serve the rating app, import and analyze ratings.",
+    ),
     "reference": (
         "voxeval.cli.reference:reference",
         "The reference voice agent: serve it over the OpenAI Realtime WebSocket protocol.",

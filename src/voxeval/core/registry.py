@@ -158,6 +158,7 @@ BUILTIN_BACKENDS += [
 BUILTIN_SUITES: dict[str, str] = {
     "asr": "voxeval.suites.asr.suite:SUITE",
     "duplex": "voxeval.suites.duplex.suite:SUITE",
+    "study": "voxeval.study.suite:SUITE",
     "demo": "voxeval.demo:DEMO_SUITE",
 }
 
