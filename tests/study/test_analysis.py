@@ -16,20 +16,9 @@ from tests.stats.ratings_data import bvcc, mushra, ratings_dir, write_long_csv
 from voxeval.core.errors import InputError
 from voxeval.stats.raters import fit_crossed, simulate_ratings
 from voxeval.study.analysis import load_ratings_csv, run_analysis
+from voxeval.study.format import RATING_COLUMNS
 
-HEADER = [
-    "rater",
-    "item",
-    "system",
-    "eval",
-    "score",
-    "timestamp",
-    "response_ms",
-    "gold_expected",
-    "dimension",
-    "kind",
-    "system_b",
-]
+HEADER = list(RATING_COLUMNS)
 
 
 def _sim_rows(eval_id: str = "naturalness", seed: int = 0, **kw: int) -> list[list[str]]:

@@ -42,13 +42,14 @@ from typing import Any
 import numpy as np
 
 from voxeval.core.errors import InputError
+from voxeval.study.format import RATING_COLUMNS_OPTIONAL, RATING_COLUMNS_REQUIRED
 
 METRICS_VERSION = "study-analysis-1"
 SUITE = "study"
 RATINGS_FILE = "ratings.csv"
 JUDGES_FILE = "judges.csv"
-REQUIRED = ("rater", "item", "system", "eval", "score")
-OPTIONAL = ("timestamp", "response_ms", "gold_expected", "dimension", "kind", "system_b")
+REQUIRED = RATING_COLUMNS_REQUIRED
+OPTIONAL = RATING_COLUMNS_OPTIONAL
 KINDS = ("likert", "pairwise")
 MAX_PROBLEMS_LISTED = 200
 CHART_MAX_SYSTEMS = 60

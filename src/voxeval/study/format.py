@@ -19,6 +19,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from voxeval.core.errors import InputError
 
+RATING_COLUMNS_REQUIRED = ("rater", "item", "system", "eval", "score")
+RATING_COLUMNS_OPTIONAL = (
+    "timestamp",
+    "response_ms",
+    "gold_expected",
+    "dimension",
+    "kind",
+    "system_b",
+)
+RATING_COLUMNS = RATING_COLUMNS_REQUIRED + RATING_COLUMNS_OPTIONAL
+"""The long ratings format (export, import, analysis): one row per rating. Pairwise rows:
+``system`` is side A, ``system_b`` side B, score 1 = A preferred, 0 = B, 0.5 = no preference."""
+
 STUDY_FORMAT = "voxeval-study/1"
 STUDY_FILE = "study.json"
 DB_FILE = "study.db"

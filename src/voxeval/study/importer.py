@@ -27,11 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.errors import InputError
-from voxeval.study.format import Eval, Item, Stimulus, Study, load_study, save_study
+from voxeval.study.format import (
+    RATING_COLUMNS_OPTIONAL,
+    RATING_COLUMNS_REQUIRED,
+    Eval,
+    Item,
+    Stimulus,
+    Study,
+    load_study,
+    save_study,
+)
 from voxeval.study.store import RatingWrite, StudyStore, utc_now
 
-REQUIRED = ("rater", "item", "system", "eval", "score")
-OPTIONAL = ("timestamp", "response_ms", "dimension", "kind", "system_b", "gold_expected")
+REQUIRED = RATING_COLUMNS_REQUIRED
+OPTIONAL = RATING_COLUMNS_OPTIONAL
 MAX_FIELD = 200
 
 

@@ -25,23 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from voxeval.study.format import DB_FILE, Study, load_study
+from voxeval.study.format import DB_FILE, RATING_COLUMNS, Study, load_study
 
 SCHEMA_VERSION = "1"
 
-EXPORT_COLUMNS = [
-    "rater",
-    "item",
-    "system",
-    "eval",
-    "score",
-    "timestamp",
-    "response_ms",
-    "gold_expected",
-    "dimension",
-    "kind",
-    "system_b",
-]
+EXPORT_COLUMNS = list(RATING_COLUMNS)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
