@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import time
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.stats.ratings_data import bvcc, mushra
+from tests.stats.ratings_data import bvcc, mushra, ratings_dir
 from voxeval.stats.raters import (
     fit_crossed,
     plain_mos,
@@ -195,6 +196,35 @@ def test_bvcc_trainset_in_time() -> None:
     # with 8 ratings per utterance and raters spread over systems, the order barely moves
     mos = {e.system: e.mean for e in plain_mos(d["score"], d["system"])}
     assert stats.spearmanr([mos[s] for s in fit.systems], fit.beta).statistic > 0.99
+
+
+def test_bvcc_published_mos_tables() -> None:
+    """The listener-level ratings reproduce BVCC's own MOS tables: every utterance's mean is
+    its line of ``train_mos_list.txt``; system means (ours plain and rater-controlled) rank
+    the systems like the published ``mydata_system.csv`` (computed over all splits, so close
+    but not equal)."""
+    folder = ratings_dir("bvcc_listener_level")
+    d = bvcc()
+    per_item: dict[str, list[float]] = defaultdict(list)
+    for item, y in zip(d["item"], d["score"], strict=True):
+        per_item[item].append(y)
+    published = {}
+    for line in (folder / "train_mos_list.txt").read_text(encoding="utf-8").split():
+        name, mos = line.rsplit(",", 1)
+        published[name] = float(mos)
+    assert set(published) == set(per_item)
+    worst = max(abs(float(np.mean(per_item[k])) - v) for k, v in published.items())
+    assert worst < 1e-6
+    with open(folder / "mydata_system.csv", encoding="utf-8") as fh:
+        table = {r["system_ID"]: float(r["mean"]) for r in csv.DictReader(fh)}
+    fit = fit_crossed(d["score"], d["system"], d["rater"], d["item"])
+    mos = {e.system: e.mean for e in plain_mos(d["score"], d["system"])}
+    shared = [s for s in fit.systems if s in table]
+    assert len(shared) == len(fit.systems) == 175
+    ref = [table[s] for s in shared]
+    beta = dict(zip(fit.systems, fit.beta, strict=True))
+    assert stats.spearmanr(ref, [mos[s] for s in shared]).statistic > 0.97
+    assert stats.spearmanr(ref, [beta[s] for s in shared]).statistic > 0.97
 
 
 def _sureal_system_scores(score, system, rater, item, content):  # type: ignore[no-untyped-def]
