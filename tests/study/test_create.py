@@ -344,6 +344,33 @@ def test_pairwise_study_from_two_duplex_runs(
         f.count(0) >= 2 for f in flips.values()
     )
 
+    # the raters' preferences become the duplex runs' subjective group (`study attach`):
+    # echo preferred on two ratings in three, a tie on the rest
+    pair_ids = {p["id"] for p in pairs}
+    rated = [(rater, item) for _, rater, item, _, _ in assignments(study_dir) if item in pair_ids]
+    scores = ["1" if k % 3 else "0.5" for k in range(len(rated))]
+    rows = ["rater,item,system,eval,score,kind,system_b"]
+    rows += [
+        f"{rater},{item},echo,preference,{y},pairwise,energy"
+        for (rater, item), y in zip(rated, scores, strict=True)
+    ]
+    (tmp_path / "prefs.csv").write_text("\n".join(rows) + "\n")
+    r = run_cli("study", "import", str(tmp_path / "prefs.csv"), "--study", str(study_dir))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("study", "attach", str(study_dir), str(run_a), str(run_b))
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip().splitlines()[-1]) == run_b
+    for run in (run_a, run_b):
+        sub = json.loads((run / "report.json").read_text())["subjective"]
+        assert sub["status"] == "linked" and not sub["problems"]
+        [pair] = sub["pairs"]
+        assert (pair["a"], pair["b"]) == ("echo", "energy")
+        assert (pair["wins_a"], pair["wins_b"]) == (scores.count("1"), 0)
+        assert pair["ties"] == scores.count("0.5")
+    # a run of another suite is refused
+    r = run_cli("study", "attach", str(study_dir), str(study_dir))
+    assert r.returncode == 2
+
 
 def test_same_agent_in_both_runs_gets_run_ids(
     duplex_runs: tuple[Path, Path], tmp_path: Path

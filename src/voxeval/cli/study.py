@@ -240,3 +240,42 @@ def analyze_cmd(
 
     folder = run_analysis(source, out, exclude_flagged=exclude_flagged, judges=judges, seed=seed)
     print_result_path(Path(folder))
+
+
+@study.command("attach")
+@click.argument("study_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "run_dirs",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+def attach_cmd(study_dir: Path, run_dirs: tuple[Path, ...]) -> None:
+    """Put a pairwise study's preferences into duplex runs (their subjective group).
+
+    Writes RUN_DIR/subjective.json (system A, system B, winner, the rated sessions) for every
+    RUN_DIR and rebuilds its report; the group stays beside speed, behaviour, task and side
+    effects and never overrides them. Prints the last run folder as the last line.
+    """
+    import json
+
+    from voxeval.core.errors import InputError
+    from voxeval.core.runstore import RunStore
+    from voxeval.report import write_report
+    from voxeval.study.store import subjective_preferences
+    from voxeval.suites.duplex.report import SUBJECTIVE_FILE
+
+    doc = subjective_preferences(study_dir)
+    if not doc.get("preferences"):
+        raise InputError(f"{study_dir}: no pairwise ratings yet (nothing to attach)")
+    for run_dir in run_dirs:
+        suite = RunStore.open(run_dir).info().get("suite")
+        if suite != "duplex":
+            raise InputError(f"{run_dir} is a {suite!r} run; subjective groups are for duplex runs")
+    for run_dir in run_dirs:
+        (run_dir / SUBJECTIVE_FILE).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        write_report(run_dir)
+        click.echo(
+            f"{len(doc['preferences'])} preference(s) -> {run_dir / SUBJECTIVE_FILE}", err=True
+        )
+    print_result_path(run_dirs[-1])
