@@ -405,7 +405,10 @@ class _Connection:
             if text is None:
                 return
             try:
-                await asyncio.wait_for(self.ws.send(text), self.srv.send_timeout_s)
+                # a timeout scope, not ``wait_for``: no task per message (a loop turn each),
+                # so the events of a burst go out in one turn
+                async with asyncio.timeout(self.srv.send_timeout_s):
+                    await self.ws.send(text)
             except TimeoutError:
                 self.ws.transport.abort()
                 return
@@ -831,10 +834,10 @@ class _Connection:
     def send_audio(self, resp: _Response, wire: np.ndarray) -> None:
         if not wire.size:
             return
-        if resp.first_audio_ns is None:
+        first = resp.first_audio_ns is None
+        if first:
             resp.first_audio_ns = self.now()
             self.last_audio_rid = resp.rid
-            self.submit(("playback", PlaybackReport(resp.rid, "started", 0.0)))
         resp.sent_samples += int(wire.size)
         self.emit(
             {
@@ -846,6 +849,11 @@ class _Connection:
                 "delta": pcm16_to_b64(wire),
             }
         )
+        if first:
+            # told after the sender's next turn has written the audio: the worker thread
+            # woken now would hold the loop thread (GIL) between queueing and sending it
+            started = ("playback", PlaybackReport(resp.rid, "started", 0.0))
+            self.loop.call_soon(self.submit, started)
 
     def close_response(self, resp: _Response, status: str, reason: str = "") -> None:
         if resp.done:

@@ -193,12 +193,19 @@ class StreamResampler:
             end = total
         if end <= self.m:
             return np.zeros(0, np.float32)
-        m = np.arange(self.m, end)
-        t = m * self.down
-        base = t // self.up
-        rows = self.table[t % self.up]
-        idx = base[:, None] + self.offsets[None, :] - self.buf_start
-        y = np.einsum("ij,ij->i", rows, self.buf[idx])
+        # Polyphase, without gathering an (outputs x taps) matrix: outputs ``m`` that share
+        # ``m % up`` share a filter row and their bases step by ``down`` input samples, so
+        # each phase is one correlation of a slice of the buffer with that row (every
+        # ``down``-th value kept). A gathered matrix is ~150 kB per 20 ms chunk: fresh pages
+        # and many more numpy calls each time; the link resamples on the latency path.
+        n = end - self.m
+        y = np.empty(n, np.float64)
+        for p in range(min(self.up, n)):
+            t0 = (self.m + p) * self.down
+            row0 = t0 // self.up + self.r_lo - self.buf_start
+            count = len(range(p, n, self.up))
+            seg = self.buf[row0 : row0 + (count - 1) * self.down + self.offsets.size]
+            y[p :: self.up] = np.correlate(seg, self.table[t0 % self.up], "valid")[:: self.down]
         self.m = end
         keep_from = (self.m * self.down) // self.up + self.r_lo  # next base + r_lo
         drop = max(0, keep_from - self.buf_start)
@@ -230,6 +237,10 @@ class StreamResampler:
 
     def process_pcm16(self, pcm: np.ndarray) -> np.ndarray:
         """int16 in, int16 out (``process`` on the float scale)."""
+        if self.identity:  # the same samples the float round trip gives, without it
+            pcm = np.array(pcm, dtype=np.int16).reshape(-1)
+            self.n_in += pcm.size
+            return pcm
         return to_int16(self.process(to_float(pcm)))
 
     def flush_pcm16(self) -> np.ndarray:

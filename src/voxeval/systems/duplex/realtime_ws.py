@@ -417,7 +417,10 @@ class RealtimeAgentLink:
             if text is None:
                 return
             try:
-                await asyncio.wait_for(ws.send(text), self.send_timeout_s)
+                # a timeout scope, not ``wait_for``: no task per message (a loop turn each);
+                # ``send`` writes to the socket at once unless the transport pushes back
+                async with asyncio.timeout(self.send_timeout_s):
+                    await ws.send(text)
             except TimeoutError:
                 self._lost(f"a send took longer than {self.send_timeout_s} s", ws)
                 return
