@@ -392,3 +392,20 @@ def test_study_folder_made_by_study_import(tmp_path: Path) -> None:
     }
     assert b["demographics"] is None  # a bare CSV has no profiles
     assert "answered the profile" in (out / "report.md").read_text()
+
+    # screening by profile: only r01 answered 25-34; the profiles travel with the run folder
+    screened = run_analysis(imported.study_dir, tmp_path / "runs", screen={"age_band": "25-34"})
+    c = json.loads((screened / "report.json").read_text())
+    assert c["screening"]["raters_before"] == 16 and c["screening"]["raters_kept"] == 1
+    assert "r00" in c["screening"]["excluded_raters"]
+    kept = sum(1 for r in rows if r[0] == "r01")
+    assert c["counts"]["n_ratings"] == kept and c["counts"]["n_raters"] == 1
+    assert c["demographics"]["fields"] == {"age_band": {"25-34": 1}}
+    from voxeval.report import write_report
+
+    write_report(screened)  # `voxeval report` rebuilds it from the folder alone
+    assert json.loads((screened / "report.json").read_text())["screening"] == c["screening"]
+    with pytest.raises(InputError, match="needs a study folder"):
+        run_analysis(src, tmp_path / "runs", screen={"age_band": "25-34"})
+    with pytest.raises(InputError, match="no rater"):
+        run_analysis(imported.study_dir, tmp_path / "runs", screen={"hearing": "x"})

@@ -228,17 +228,39 @@ def import_cmd(
     help="Automatic or model-as-judge scores of the same items, compared with the humans.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstraps.")
+@click.option(
+    "--screen",
+    "screen",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Study folders: keep only raters whose profile answers FIELD with VALUE "
+    "(e.g. hearing='no known hearing problems'). Repeatable; raters without the answer are left out.",
+)
 def analyze_cmd(
-    source: Path, out: Path, exclude_flagged: bool, judges: Path | None, seed: int
+    source: Path,
+    out: Path,
+    exclude_flagged: bool,
+    judges: Path | None,
+    seed: int,
+    screen: tuple[str, ...],
 ) -> None:
     """Rater-controlled system scores, reliability and rater QC of SOURCE.
 
     SOURCE is a study folder or a ratings CSV (long format). Writes OUT/<run_id>/ with the
     report and prints it as the last line.
     """
+    from voxeval.core.errors import InputError
     from voxeval.study.analysis import run_analysis
 
-    folder = run_analysis(source, out, exclude_flagged=exclude_flagged, judges=judges, seed=seed)
+    rules: dict[str, str] = {}
+    for rule in screen:
+        field, sep, value = rule.partition("=")
+        if not sep or not field.strip():
+            raise InputError(f"--screen {rule!r}: expected FIELD=VALUE")
+        rules[field.strip()] = value.strip()
+    folder = run_analysis(
+        source, out, exclude_flagged=exclude_flagged, judges=judges, seed=seed, screen=rules
+    )
     print_result_path(Path(folder))
 
 

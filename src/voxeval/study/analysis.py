@@ -714,27 +714,46 @@ def _judges(
     return out
 
 
-def _demographics(study_dir: Path | None, raters: set[str]) -> dict[str, Any] | None:
-    """Counts per profile answer over the raters in the analysis (study folders only)."""
-    if study_dir is None or not (study_dir / "study.db").is_file():
-        return None
-    try:
-        from voxeval.study.store import StudyStore
+PROFILES_FILE = "profiles.json"
 
-        store = StudyStore.for_study(study_dir, readonly=True)
-        try:
-            people = store.raters()
-        finally:
-            store.close()
-    except Exception:  # the store is optional for the analysis
+
+def _study_profiles(study_dir: Path) -> dict[str, dict[str, str]]:
+    """Rater id -> profile answers of a study folder (raters without answers left out)."""
+    if not (study_dir / "study.db").is_file():
+        return {}
+    from voxeval.study.store import StudyStore
+
+    store = StudyStore.for_study(study_dir, readonly=True)
+    try:
+        people = store.raters()
+    finally:
+        store.close()
+    return {
+        str(p["id"]): {str(k): str(v) for k, v in p["profile"].items()}
+        for p in people
+        if p.get("profile")
+    }
+
+
+def _screen(profiles: Mapping[str, Mapping[str, str]], rules: Mapping[str, str]) -> set[str]:
+    """Raters whose profile answers every screening rule (FIELD = VALUE); a rater without a
+    profile, or without that field, does not pass."""
+    return {r for r, prof in profiles.items() if all(prof.get(k) == v for k, v in rules.items())}
+
+
+def _demographics(
+    profiles: Mapping[str, Mapping[str, str]] | None, raters: set[str]
+) -> dict[str, Any] | None:
+    """Counts per profile answer over the raters in the analysis (study folders only)."""
+    if not profiles:
         return None
     fields: dict[str, Counter[str]] = defaultdict(Counter)
     answered = 0
-    for p in people:
-        if p.get("id") not in raters or not p.get("profile"):
+    for rater, prof in profiles.items():
+        if rater not in raters or not prof:
             continue
         answered += 1
-        for k, v in p["profile"].items():
+        for k, v in prof.items():
             fields[k][str(v)] += 1
     if not answered:
         return None
@@ -996,8 +1015,12 @@ def run_analysis(
     judges: Path | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    screen: Mapping[str, str] | None = None,
 ) -> Path:
     """Analyze a ratings CSV or a study folder into ``out_parent/<run_id>/`` and return it.
+
+    ``screen`` (study folders only): keep the raters whose profile answers match every
+    FIELD = VALUE rule; the profiles are snapshot into the run folder (``profiles.json``).
 
     A study folder's ratings come from ``voxeval.study.store.export_ratings_csv`` and its
     evals (kind, scale, dimension, question) from ``study.json``. The ratings used and the
@@ -1014,10 +1037,17 @@ def run_analysis(
         evals = read_study_evals(study_dir)
     if judges is not None and not Path(judges).is_file():
         raise InputError(f"judges file not found: {judges}")
+    if screen and study_dir is None:
+        raise InputError("screening by rater profile needs a study folder (a CSV has no profiles)")
+    profiles = _study_profiles(study_dir) if study_dir is not None else {}
+    if screen and not _screen(profiles, screen):
+        rules = ", ".join(f"{k}={v}" for k, v in screen.items())
+        raise InputError(f"no rater of {study_dir} passes the screening {rules}")
     config = {
         "source": str(source.resolve()),
         "source_kind": "study_dir" if study_dir else "csv",
         "exclude_flagged": exclude_flagged,
+        "screen": dict(screen or {}),
         "judges": str(Path(judges).resolve()) if judges else None,
         "seed": seed,
         "evals": {k: v.as_dict() | {"gold_tolerance": v.gold_tolerance} for k, v in evals.items()}
@@ -1051,6 +1081,10 @@ def run_analysis(
         judge_rows = load_judges_csv(Path(judges)) if judges is not None else None
         store = RunStore.create(out_parent, SUITE, config, None)
         shutil.copyfile(staged, store.path / RATINGS_FILE)
+        if profiles:
+            (store.path / PROFILES_FILE).write_text(
+                json.dumps(profiles, indent=1, sort_keys=True), encoding="utf-8"
+            )
     if judges is not None:
         shutil.copyfile(judges, store.path / JUDGES_FILE)
     store.update_info(ratings_sha256=_sha256(store.path / RATINGS_FILE))
@@ -1101,6 +1135,25 @@ def build_report(
         loaded = load_ratings_csv(path / RATINGS_FILE, evals)
         if (path / JUDGES_FILE).is_file():
             judge_rows, judge_bad = load_judges_csv(path / JUDGES_FILE)
+    profiles: dict[str, dict[str, str]] = {}
+    if (path / PROFILES_FILE).is_file():
+        profiles = json.loads((path / PROFILES_FILE).read_text(encoding="utf-8"))
+    rules = dict(config.get("screen") or {})
+    screening = None
+    if rules:
+        passed = _screen(profiles, rules)
+        before = sorted(set(loaded.ratings.rater))
+        keep = [i for i, r in enumerate(loaded.ratings.rater) if r in passed]
+        screening = {
+            "rules": rules,
+            "definition": "kept: raters whose profile answers every FIELD = VALUE rule "
+            "(no profile or no answer: not kept)",
+            "raters_before": len(before),
+            "raters_kept": len({loaded.ratings.rater[i] for i in keep}),
+            "excluded_raters": [r for r in before if r not in passed],
+            "ratings_removed": len(loaded.ratings) - len(keep),
+        }
+        loaded.ratings = loaded.ratings.take(keep)
     body = analyze(
         loaded.ratings,
         evals,
@@ -1109,8 +1162,13 @@ def build_report(
         seed=int(config.get("seed", 0)),
         progress=progress,
     )
-    study_dir = Path(config["source"]) if config.get("source_kind") == "study_dir" else None
-    body["demographics"] = _demographics(study_dir, set(loaded.ratings.rater))
+    body["demographics"] = _demographics(profiles, set(loaded.ratings.rater))
+    body["screening"] = screening
+    if screening is not None:
+        body.setdefault("notes", []).append(
+            f"screening {', '.join(f'{k}={v}' for k, v in rules.items())}: "
+            f"{screening['raters_kept']} of {screening['raters_before']} raters kept"
+        )
     if judge_rows is not None and body.get("judges") is not None:
         body["judges"]["malformed"] = [{"line": ln, "reason": why} for ln, why in judge_bad]
     return {
