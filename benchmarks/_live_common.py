@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 
@@ -16,3 +17,13 @@ def set_scheduling(mode: str) -> str:
         return "SCHED_FIFO priority 10 (diagnostic; servers started from here run normal)"
     except (AttributeError, OSError) as exc:
         return f"normal (SCHED_FIFO refused: {exc})"
+
+
+def add_sched_option(ap: argparse.ArgumentParser) -> None:
+    """``--sched normal|fifo`` (see :func:`set_scheduling`)."""
+    ap.add_argument(
+        "--sched",
+        choices=("normal", "fifo"),
+        default="normal",
+        help="fifo: run the driver with real-time scheduling (diagnostic; needs root)",
+    )

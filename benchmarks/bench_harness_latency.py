@@ -34,7 +34,7 @@ import subprocess
 import sys
 from typing import Any
 
-from _live_common import set_scheduling
+from _live_common import add_sched_option, set_scheduling
 
 TARGET_MS = 5.0
 
@@ -99,12 +99,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--probes", type=int, default=5, help="probe sessions per set-up")
     ap.add_argument("--frame-ms", type=int, default=20, choices=(10, 20))
-    ap.add_argument(
-        "--sched",
-        choices=("normal", "fifo"),
-        default="normal",
-        help="fifo: run the driver with real-time scheduling (diagnostic; needs root)",
-    )
+    add_sched_option(ap)
     args = ap.parse_args()
     try:
         import websockets  # noqa: F401

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _live_common import set_scheduling
+from _live_common import add_sched_option, set_scheduling
 
 TARGET_MEDIAN_MS = 2.0
 TARGET_P99_MS = 10.0
@@ -113,12 +113,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most N scenarios")
     ap.add_argument("--policy", default="careful")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run under this folder")
-    ap.add_argument(
-        "--sched",
-        choices=("normal", "fifo"),
-        default="normal",
-        help="fifo: run the driver with real-time scheduling (diagnostic; needs root)",
-    )
+    add_sched_option(ap)
     args = ap.parse_args()
     try:
         import websockets  # noqa: F401

@@ -500,8 +500,8 @@ def create_study(
         regular: list[Item] = []
         special: list[Item] = []
         if likert:
-            for s in regular_src:
-                regular.append(
+            for s in sources:  # in order; gold items are set apart (every rater gets them)
+                (special if s.gold else regular).append(
                     Item(
                         id=_opaque("i", used),
                         kind="single",
@@ -509,18 +509,7 @@ def create_study(
                         context=s.context or q.context,
                         group=s.unit,
                         key=s.key,
-                    )
-                )
-            for s in gold_src:
-                special.append(
-                    Item(
-                        id=_opaque("i", used),
-                        kind="single",
-                        stimuli=[_write_source(s, tmp, used)],
-                        context=s.context or q.context,
-                        group=s.unit,
-                        key=s.key,
-                        gold=s.gold,
+                        gold=s.gold or None,
                     )
                 )
         if gold_src and not likert:
