@@ -24,7 +24,12 @@ system-deps:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all,dev]'
+	# torch first, pinned to the local CPU wheel, so the `speaker` extra's range installs nothing more
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[all,speaker,dev]'
+	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
+	# setuptools); the maintained wheel provides the same module
+	$(BIN)/python -m pip install -q --force-reinstall --no-deps webrtcvad-wheels
 	touch $(STAMP)
 
 setup: system-deps $(STAMP)

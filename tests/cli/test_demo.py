@@ -68,3 +68,40 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
         again.returncode == 0
         and json.loads((demo / "report.json").read_text())["sections"][0]["report"]["systems"]
     )
+
+
+def test_a_failing_suite_demo_is_recorded_and_the_others_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voxeval.core.registry import REGISTRY, SuiteInfo
+    from voxeval.core.runstore import RunStore
+    from voxeval.demo import build_demo_report, failed_suites, run_demo
+
+    def broken_demo(out: Path, **_: object) -> RunStore:
+        raise RuntimeError("synthesizer exploded")
+
+    def tiny_demo(out: Path, **_: object) -> RunStore:
+        return RunStore.create(out, "tinytest", {"x": 1}, None)
+
+    REGISTRY.suites()  # load the built-ins first; the test suites are removed afterwards
+    monkeypatch.setitem(
+        REGISTRY._suites, "brokentest", SuiteInfo("brokentest", "fails", demo=broken_demo)
+    )
+    monkeypatch.setitem(
+        REGISTRY._suites,
+        "tinytest",
+        SuiteInfo(
+            "tinytest",
+            "works",
+            demo=tiny_demo,
+            report=lambda store, **_: {"suite": "tinytest", "systems": []},
+        ),
+    )
+    demo = run_demo(tmp_path, only=["brokentest", "tinytest"])
+    assert failed_suites(demo) == ["brokentest"]
+    report = build_demo_report(RunStore.open(demo))
+    sections = {s["suite"]: s for s in report["sections"]}
+    assert "synthesizer exploded" in sections["brokentest"]["error"]
+    assert sections["tinytest"]["report"] == {"suite": "tinytest", "systems": []}
+    assert "brokentest" in (demo / "report.md").read_text()
+    assert "This section failed" in (demo / "report.html").read_text()

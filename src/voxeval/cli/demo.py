@@ -16,9 +16,14 @@ from voxeval.cli.common import print_result_path, results_out_option
 def demo(out: Path, only: tuple[str, ...], workers: int) -> None:
     """Build demo data for each suite, run it, and write one report with a section per suite."""
     from voxeval.cli.common import progress_bar
-    from voxeval.demo import run_demo
+    from voxeval.demo import failed_suites, run_demo
 
     with progress_bar() as progress:
         path = run_demo(out, only=list(only), workers=workers, progress=progress)
     click.echo(f"report: {path / 'report.html'}", err=True)
+    failed = failed_suites(path)
+    if failed:
+        click.echo(f"demo failed in: {', '.join(failed)} (see the report)", err=True)
     print_result_path(path)
+    if failed:
+        raise SystemExit(1)

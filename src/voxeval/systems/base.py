@@ -79,6 +79,20 @@ class Synthesizer(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class Understander(Protocol):
+    """The ``understand`` capability: one or more audio clips (``core.audio.Audio``, any
+    rate) and a text prompt in, the model's free-text answer out. Parsing the answer is the
+    suite's job, never the adapter's. ``describe()`` records the decoding settings
+    (temperature 0 where the backend has one)."""
+
+    def load(self) -> None: ...
+
+    def understand(self, audio_parts: list[Any], prompt: str) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
 def coerce_transcript(value: Any, where: str = "system") -> Transcript:
     """Turn a ``Transcript``, ``str`` or ``{"text"|"pred_text", "words"?}`` dict into a Transcript.
 
