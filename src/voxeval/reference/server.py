@@ -5,7 +5,9 @@ and speaks the subset of the protocol that ``voxeval.systems.duplex.realtime_ws`
 or beta event names (``protocol``: ``ga``, ``beta``, or ``auto`` = beta for clients that send
 the ``OpenAI-Beta: realtime=v1`` header, GA otherwise). Each connection gets a fresh agent
 from ``factory()`` and its own session clock (0 = the connection was accepted); the agent
-runs in a worker thread of its own, so a slow agent never blocks the socket.
+runs in a worker thread of its own, so a slow agent never blocks the socket
+(``agent_thread=False``: it is called on the server's event loop instead, two thread wake-ups
+fewer per frame, for agents whose calls take microseconds, such as the self-check's echo).
 
 Client event -> agent
 =====================
@@ -69,6 +71,12 @@ outgoing queue fills. An agent that raises gets an ``error`` event per failure (
 ``start`` closes the connection with 1011). When a connection ends the agent's ``finish`` runs
 and ``on_end(session_id, SessionEnd)`` receives its business truth.
 
+Hop trace: an append whose ``event_id`` starts with ``realtime_ws.HOP_PREFIX`` gets the frame
+it completes stamped (received, agent call start/end, outputs applied, delta emitted, delta
+written: ``time.monotonic_ns``) and the first audio delta made from it carries the stamps in
+field ``realtime_ws.HOP_FIELD`` (``bench_harness_latency.py``, the self-check). Other
+appends cost one string check.
+
 When the input stops for ``idle_tick_ms`` the agent is fed silent frames (it still needs its
 clock to tick, as behind a live microphone); they do not count as client audio.
 """
@@ -76,6 +84,7 @@ clock to tick, as behind a live microphone); they do not count as client audio.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import functools
@@ -117,12 +126,15 @@ from voxeval.systems.duplex.realtime_protocol import (
     server_name,
     server_session,
 )
+from voxeval.systems.duplex.realtime_ws import HOP_FIELD, HOP_PREFIX
 
 __all__ = ["RealtimeServer", "serve_agent"]
 
 ProtocolChoice = Literal["ga", "beta", "auto"]
 MODEL_NAME = "voxeval-reference"
 _ERRORS_PER_S = 20
+HOP_SEND = '"@hop-send@"'
+"""Hop trace: the placeholder the sender replaces with the time it writes the event."""
 
 
 @dataclass
@@ -164,6 +176,7 @@ class RealtimeServer:
         playback_grace_ms: float = 250.0,
         on_end: Callable[[str, SessionEnd], None] | None = None,
         trace: Callable[[str, dict[str, Any]], None] | None = None,
+        agent_thread: bool = True,
     ) -> None:
         if protocol not in ("ga", "beta", "auto"):
             raise ValueError(f"protocol must be ga, beta or auto, not {protocol!r}")
@@ -183,6 +196,7 @@ class RealtimeServer:
         self.playback_grace_ms = playback_grace_ms
         self.on_end = on_end
         self.trace = trace
+        self.agent_thread = agent_thread
         self._token: str | None = None
         if token_env:
             token = os.environ.get(token_env)
@@ -330,6 +344,12 @@ class _Connection:
         self.out: asyncio.Queue[str | None] = asyncio.Queue(maxsize=server.max_outgoing)
         self.jobs: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=server.max_queued_frames)
         self.worker: threading.Thread | None = None
+        # ``agent_thread=False``: calls queued here and run on the loop thread
+        self.inline: collections.deque[tuple[Any, ...]] | None = (
+            None if server.agent_thread else collections.deque()
+        )
+        self.inline_busy = False
+        self.agent: Any = None  # the inline agent
         self.frame = server.sample_rate * server.frame_ms // 1000
         self.in_rs = StreamResampler(PROTOCOL_RATE, server.sample_rate)
         self.inbuf = np.zeros(0, np.int16)
@@ -349,6 +369,10 @@ class _Connection:
         self.dropped_frames = 0
         self.closing = False
         self.alive = True
+        self.t_recv = 0  # when the message being handled was received (monotonic ns)
+        self.hop_tags: dict[int, dict[str, Any]] = {}  # hop trace: client_samples -> stamps
+        self.hop: dict[str, Any] | None = None  # hop trace: the frame whose outputs are applied
+        self.hop_traced = False  # hop trace: some event carries a send placeholder
 
     # ------------------------------------------------------------------ ids, time
     def now(self) -> int:
@@ -404,6 +428,8 @@ class _Connection:
             text = await self.out.get()
             if text is None:
                 return
+            if self.hop_traced and HOP_SEND in text:  # hop trace only
+                text = text.replace(HOP_SEND, str(time.monotonic_ns()), 1)
             try:
                 # a timeout scope, not ``wait_for``: no task per message (a loop turn each),
                 # so the events of a burst go out in one turn
@@ -417,6 +443,11 @@ class _Connection:
 
     # ------------------------------------------------------------------ worker
     def submit(self, job: tuple[Any, ...], *, frame: bool = False) -> bool:
+        if self.inline is not None:
+            self.inline.append(job)
+            if not self.inline_busy:
+                self.run_inline()
+            return True
         try:
             self.jobs.put_nowait(job)
             return True
@@ -463,10 +494,71 @@ class _Connection:
                 continue
             self.post(outputs, job[-1] if kind == "frame" else self.client_samples)
 
+    def start_inline(self) -> None:
+        """``agent_thread=False``: build and start the agent on the loop thread."""
+        try:
+            self.agent = self.srv.factory()
+            info = SessionInfo(
+                session_id=self.sid,
+                sample_rate=self.srv.sample_rate,
+                frame_ms=self.srv.frame_ms,
+                scenario=None,
+                clock="real",
+            )
+            outputs = self.agent.start(info, self.now())
+        except Exception as exc:
+            self.agent = None
+            self.error(
+                f"the agent failed to start: {type(exc).__name__}: {exc}",
+                kind="server_error",
+                code="agent_error",
+            )
+            self.closing = True
+            self.loop.create_task(self._close_after_flush(1011, "agent failed"))
+            return
+        if outputs:
+            self.apply(list(outputs), self.client_samples)
+
+    def run_inline(self) -> None:
+        """``agent_thread=False``: run the queued calls now, on the loop thread, one at a time
+        (a call's outputs may queue further calls: they run in this same pass)."""
+        assert self.inline is not None
+        self.inline_busy = True
+        try:
+            while self.inline:
+                job = self.inline.popleft()
+                if self.agent is None:
+                    continue
+                if job[0] == "finish":
+                    agent, self.agent = self.agent, None
+                    self.finish(agent)
+                    continue
+                try:
+                    outputs = self.call(self.agent, job)
+                except Exception as exc:
+                    self.error(
+                        f"the agent raised in {job[0]}: {type(exc).__name__}: {exc}",
+                        kind="server_error",
+                        code="agent_error",
+                    )
+                    continue
+                if outputs:
+                    self.apply(list(outputs), job[-1] if job[0] == "frame" else self.client_samples)
+        finally:
+            self.inline_busy = False
+
     def call(self, agent: Any, job: tuple[Any, ...]) -> list[AgentOutput] | None:
         kind, now = job[0], self.now()
         if kind == "frame":
-            return agent.push_audio(job[1], now)
+            hop = self.hop_tags.get(job[-1]) if self.hop_tags else None
+            if hop is None:
+                return agent.push_audio(job[1], now)
+            hop["agent_start"] = time.monotonic_ns()
+            outputs = agent.push_audio(job[1], now)
+            hop["agent_end"] = time.monotonic_ns()
+            if not outputs:
+                self.hop_tags.pop(job[-1], None)  # nothing to stamp further
+            return outputs
         if kind == "playback":
             return agent.on_playback(job[1], now)
         if kind == "tool":
@@ -512,6 +604,12 @@ class _Connection:
         await self.ws.close(code, reason)
 
     def stop_worker(self) -> None:
+        if self.inline is not None:
+            if self.agent is not None:
+                if not self.inline_busy:
+                    self.inline.clear()
+                self.submit(("finish",))
+            return
         while True:
             try:
                 self.jobs.get_nowait()
@@ -522,8 +620,9 @@ class _Connection:
 
     # ------------------------------------------------------------------ main
     async def run(self) -> None:
-        self.worker = threading.Thread(target=self.work, name=f"agent-{self.sid}", daemon=True)
-        self.worker.start()
+        if self.inline is None:
+            self.worker = threading.Thread(target=self.work, name=f"agent-{self.sid}", daemon=True)
+            self.worker.start()
         self.emit(
             {
                 "type": "session.created",
@@ -531,6 +630,8 @@ class _Connection:
             }
         )
         tasks = [asyncio.create_task(self.sender()), asyncio.create_task(self.ticker())]
+        if self.inline is not None:
+            self.start_inline()
         try:
             async for message in self.ws:
                 self.receive(message)
@@ -569,6 +670,7 @@ class _Connection:
 
     # ------------------------------------------------------------------ client events
     def receive(self, message: str | bytes) -> None:
+        self.t_recv = time.monotonic_ns()
         if isinstance(message, bytes):
             self.error("binary frames are not part of the Realtime protocol; send JSON text")
             return
@@ -628,6 +730,8 @@ class _Connection:
         except ValueError as exc:
             raise _Invalid(str(exc), "audio") from None
         self.last_input_ns = self.now()
+        eid = ev.get("event_id")
+        traced = isinstance(eid, str) and eid.startswith(HOP_PREFIX)
         x = self.in_rs.process_pcm16(pcm)
         if not self.aligned and x.size:
             # lead the stream with silence so that frames end where the client's appends end:
@@ -641,6 +745,8 @@ class _Connection:
         while self.inbuf.size >= self.frame:
             frame, self.inbuf = self.inbuf[: self.frame], self.inbuf[self.frame :]
             self.client_samples += self.frame
+            if traced:  # hop trace: stamps of the frame this append completes
+                self.hop_tags[self.client_samples] = {"id": eid, "recv": self.t_recv}
             self.submit(("frame", frame, self.client_samples), frame=True)
 
     def on_commit(self, ev: dict[str, Any]) -> None:
@@ -749,6 +855,16 @@ class _Connection:
         """Turn agent outputs into server events (loop thread)."""
         if not self.alive:
             return
+        if self.hop_tags:
+            self.hop = self.hop_tags.pop(samples, None)
+            if self.hop is not None:
+                self.hop["apply"] = time.monotonic_ns()
+        try:
+            self._apply(outputs, samples)
+        finally:
+            self.hop = None
+
+    def _apply(self, outputs: list[AgentOutput], samples: int) -> None:
         audio_ms = round(samples * 1000 / self.srv.sample_rate)
         for out in outputs:
             if isinstance(out, Stamped):
@@ -839,16 +955,19 @@ class _Connection:
             resp.first_audio_ns = self.now()
             self.last_audio_rid = resp.rid
         resp.sent_samples += int(wire.size)
-        self.emit(
-            {
-                "type": self.name("response.output_audio.delta"),
-                "response_id": resp.rid,
-                "item_id": resp.item_id,
-                "output_index": resp.output_index,
-                "content_index": 0,
-                "delta": pcm16_to_b64(wire),
-            }
-        )
+        delta: dict[str, Any] = {
+            "type": self.name("response.output_audio.delta"),
+            "response_id": resp.rid,
+            "item_id": resp.item_id,
+            "output_index": resp.output_index,
+            "content_index": 0,
+            "delta": pcm16_to_b64(wire),
+        }
+        if self.hop is not None:  # hop trace: the frame's stamps; ``send`` set by the sender
+            delta[HOP_FIELD] = {**self.hop, "emit": time.monotonic_ns(), "send": "@hop-send@"}
+            self.hop_traced = True
+            self.hop = None
+        self.emit(delta)
         if first:
             # told after the sender's next turn has written the audio: the worker thread
             # woken now would hold the loop thread (GIL) between queueing and sending it

@@ -28,6 +28,7 @@ from voxeval.suites.duplex.live.agent_api import (
     AudioOut,
     ClearAudio,
     PlaybackReport,
+    SessionEnd,
     SessionInfo,
     Stamped,
     ToolCall,
@@ -544,3 +545,63 @@ def test_a_disconnect_fault_closes_the_socket_and_reconnects_with_a_new_session(
     assert events(res, "response.created") and events(res, "playback.started")
     for side, ev in trace:
         check("ga", side, ev)
+
+
+@pytest.mark.parametrize("agent_thread", [True, False])
+def test_hop_trace_stamps_echoed_frames_in_causal_order_and_is_off_by_default(
+    agent_thread: bool,
+) -> None:
+    """Both processes' stamps (one monotonic clock) follow each frame's path in order; the
+    echo agent runs in a worker thread or on the server's loop (``agent_thread``) with the same
+    result; without ``hop_trace`` nothing of the trace is on the wire."""
+    from voxeval.suites.duplex.live import selfcheck
+    from voxeval.suites.duplex.live.simple_agents import EchoAgent
+
+    signal, starts = selfcheck.burst_signal(SR)
+    clips = {selfcheck.SEGMENT_ID: signal[: starts[2]]}  # two bursts
+    cfg = SessionConfig(clock="real", tail_ms=200)
+    ended: list[SessionEnd] = []
+    with serving(
+        EchoAgent,
+        sample_rate=24_000,
+        agent_thread=agent_thread,
+        on_end=lambda sid, end: ended.append(end),
+    ) as (server, trace):
+        link = RealtimeAgentLink(server.url, hop_trace=True)
+        res = run_session(selfcheck._probe_scenario(), clips, link, cfg, "hops")
+        plain = RealtimeAgentLink(server.url)
+        res2 = run_session(selfcheck._probe_scenario(), clips, plain, cfg, "plain")
+        deadline = time.monotonic() + 5
+        while len(ended) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert len(ended) == 2  # the agent's finish ran for both connections
+    for r in (res, res2):
+        assert not events(r, "session.error")
+        assert len(events(r, "playback.started")) == 2  # both bursts came back
+    order = [
+        "deadline",
+        "hand",
+        "queued",
+        "server_recv",
+        "server_agent_start",
+        "server_agent_end",
+        "server_apply",
+        "server_emit",
+        "server_send",
+        "recv",
+        "stamped",
+    ]
+    assert len(link.hops) >= 10  # 200 ms bursts: ~10 echoed frames each
+    assert sum(bool(h["first"]) for h in link.hops) == 2  # one first frame per response
+    for h in link.hops:
+        stamps = [h[k] for k in order]
+        assert stamps == sorted(stamps), h
+        assert h["written"] >= h["queued"]
+    # off by default: no event ids on the appends, no stamps in the server's events
+    assert plain.hops == []
+    assert all("event_id" not in e for e in client_events(plain, "input_audio_buffer.append"))
+    served = [e for side, e in trace if side == "server" and "voxeval_hops" in e]
+    assert len(served) == len(link.hops)  # only the traced session's first delta per frame
+    breakdown = selfcheck.hop_breakdown(link.hops)
+    assert breakdown["frames"] == len(link.hops) and breakdown["total"] > 0
+    assert breakdown["first_of_response"]["frames"] == 2

@@ -73,6 +73,18 @@ Barge-in (``barge_in``): ``server`` (default) stops playback only when the serve
 measured; ``client`` also stops it at every ``speech_started``, as OpenAI's WebSocket sample
 clients do (the WebSocket API sends no ``output_audio_buffer.cleared``).
 
+Hop trace (``hop_trace=True``, the self-check's probe and ``bench_harness_latency.py``)
+======================================================================================
+Each append carries ``event_id = HOP_PREFIX + n`` and the link stamps the frame
+(``time.monotonic_ns``, shared by the processes of one machine): ``deadline`` (the frame's
+session time), ``hand`` (``push_audio`` called), ``queued`` (encoded, handed to the loop
+thread), ``written`` (the send call returned: may be after the server received it). A server
+that knows the trace (``RealtimeServer``) returns its own stamps in the first audio delta made
+from that frame (field ``HOP_FIELD``: ``recv``, ``agent_start``, ``agent_end``, ``apply``,
+``emit``, ``send``); the link adds ``recv`` (message received) and ``stamped`` (the receipt
+stamp given to the driver) and keeps the record in ``hops``. Off (the default), appends carry
+no event id and nothing is stamped.
+
 Raw log
 =======
 ``raw_log`` holds every client and server event as ``{"t_ns", "side", "direction", "event"}``
@@ -200,6 +212,7 @@ class RealtimeAgentLink:
         min_speech_ms: float = 60.0,
         max_message_bytes: int = 16 * 1024 * 1024,
         raw_log_limit: int = 500_000,
+        hop_trace: bool = False,
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"a Realtime URL starts with ws:// or wss://, got {url!r}")
@@ -228,6 +241,8 @@ class RealtimeAgentLink:
         self.min_speech_ms = min_speech_ms
         self.max_message_bytes = max_message_bytes
         self.raw_log_limit = raw_log_limit
+        self.hop_trace = hop_trace
+        self.hops: list[dict[str, Any]] = []
         self.info: dict[str, Any] = {
             "backend": "realtime",
             "url": _redact_url(url),
@@ -267,6 +282,9 @@ class RealtimeAgentLink:
         self._ep_speech_ms = 0.0
         self._ep_silence_ms = 0.0
         self._sr = 16_000
+        self._hop_of: dict[str, dict[str, Any]] = {}
+        self._frames_sent = 0
+        self._first_audio = False  # the last audio delta began an item (hop trace)
 
     def _now(self) -> int:
         return time.monotonic_ns() - self._t0
@@ -421,6 +439,8 @@ class RealtimeAgentLink:
                 # ``send`` writes to the socket at once unless the transport pushes back
                 async with asyncio.timeout(self.send_timeout_s):
                     await ws.send(text)
+                if self.hop_trace:
+                    self._hop_stamp(text, "written")
             except TimeoutError:
                 self._lost(f"a send took longer than {self.send_timeout_s} s", ws)
                 return
@@ -450,6 +470,8 @@ class RealtimeAgentLink:
             self._log("client", event)
             self._count(f"sent.{event['type']}", 1)
             text = json.dumps(event, separators=(",", ":"))
+            if self.hop_trace:
+                text = self._hop_queued(event, text)
             if held:
                 if len(self._held) >= self.max_pending:
                     self._count("send.dropped_reconnecting", 1)
@@ -527,8 +549,56 @@ class RealtimeAgentLink:
 
         asyncio.run_coroutine_threadsafe(go(), self._ensure_loop())
 
+    # ------------------------------------------------------------------ hop trace
+    def _hop_start(self, samples: int, t_hand: int) -> str:
+        """Hop trace: a frame handed over by the driver; the append's event id."""
+        hid = f"{HOP_PREFIX}{len(self._hop_of)}"
+        deadline = self._t0 + self._frames_sent * 1_000_000_000 // self._sr
+        self._hop_of[hid] = {"id": hid, "samples": samples, "deadline": deadline, "hand": t_hand}
+        return hid
+
+    def _hop_queued(self, event: dict[str, Any], text: str) -> str:
+        hop = self._hop_of.get(str(event.get("event_id", "")))
+        if hop is None:
+            return text
+        hop["queued"] = time.monotonic_ns()
+        traced = _TracedText(text)
+        traced.hop = hop
+        return traced
+
+    def _hop_stamp(self, text: str, key: str) -> None:
+        hop = getattr(text, "hop", None)
+        if hop is not None:
+            hop[key] = time.monotonic_ns()
+
+    def _hop_received(self, message: str | bytes, t_recv: int) -> None:
+        """Hop trace: a server event carrying the stamps of the frame it echoes."""
+        if not isinstance(message, str) or HOP_FIELD not in message:
+            return
+        try:
+            stamps = json.loads(message).get(HOP_FIELD)
+            hop = self._hop_of[str(stamps["id"])]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return
+        if "recv" in hop:
+            return  # the first audio made from the frame
+        with self._lock:
+            last = self._out[-1] if self._out else None
+        stamp = last.ns + self._t0 if isinstance(last, Stamped) else time.monotonic_ns()
+        server = {f"server_{k}": v for k, v in stamps.items() if k != "id"}
+        hop.update(server, recv=t_recv, stamped=stamp, first=self._first_audio)
+        self.hops.append(hop)
+
     # ------------------------------------------------------------------ receiving
     def _receive(self, message: str | bytes) -> None:
+        if self.hop_trace:
+            t_recv = time.monotonic_ns()
+            self._receive_event(message)
+            self._hop_received(message, t_recv)
+            return
+        self._receive_event(message)
+
+    def _receive_event(self, message: str | bytes) -> None:
         self._count("received", 1)
         if isinstance(message, bytes):
             self._log("server", None, malformed=f"<{len(message)} binary bytes>", error="binary")
@@ -616,6 +686,7 @@ class RealtimeAgentLink:
         key = f"{iid}:{ci}"
         with self._lock:
             item = self._item_of.get(key)
+            self._first_audio = item is None
             if item is None:
                 item = self._item_of[key] = _ItemAudio(iid, ci)
                 self._items.setdefault(rid, []).append(item)
@@ -743,6 +814,7 @@ class RealtimeAgentLink:
         self._in_rs = StreamResampler(self._sr, PROTOCOL_RATE)
         self.raw_log = []
         self.stats = Counter()
+        self.hops = []
         tools = function_tools(session.scenario.tools, self.protocol) if session.scenario else []
         self._session_doc = client_session(
             self.protocol,
@@ -760,10 +832,16 @@ class RealtimeAgentLink:
     def push_audio(self, pcm: np.ndarray, now_ns: int) -> list[AgentOutput]:
         """Send one frame (resampled to 24 kHz); return what arrived since the last call."""
         if self._connected and self._in_rs is not None:
+            t_hand = time.monotonic_ns() if self.hop_trace else 0
             pcm = np.asarray(pcm, dtype=np.int16).reshape(-1)
             wire = self._in_rs.process_pcm16(pcm)
+            event: dict[str, Any] = {"type": "input_audio_buffer.append"}
+            if self.hop_trace:
+                event["event_id"] = self._hop_start(pcm.size, t_hand)
+            event["audio"] = pcm16_to_b64(wire)
             if wire.size:
-                self._send({"type": "input_audio_buffer.append", "audio": pcm16_to_b64(wire)})
+                self._send(event)
+            self._frames_sent += pcm.size
             if self.turn == "manual":
                 self._endpoint(pcm)
         elif not self._connected:
@@ -909,6 +987,18 @@ class RealtimeAgentLink:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+HOP_PREFIX = "voxeval-hop-"
+"""Hop trace: the event id of a traced append (the server stamps what it makes of it)."""
+HOP_FIELD = "voxeval_hops"
+"""Hop trace: the server event field with the server's stamps of a traced frame."""
+
+
+class _TracedText(str):
+    """A queued client event with its hop-trace record (``hop_trace`` only)."""
+
+    hop: dict[str, Any]
 
 
 def _describe(exc: BaseException) -> str:

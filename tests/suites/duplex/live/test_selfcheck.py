@@ -146,6 +146,14 @@ def test_the_socket_path_runs_on_loopback() -> None:
     assert plain["n_measured"] >= 1, plain["bursts"]
     assert plain["median_ms"] is not None and plain["min_ms"] >= 0  # causal: never early
     assert plain["pacing_error_ms"]["n"] > 100
+    # the hop trace: per-hop medians, and the server's own time reported beside the lag
+    hops = plain["hops"]
+    assert hops["frames"] >= 10 and hops["first_of_response"]["frames"] >= 1
+    assert all(hops[name] is not None for name, _, _ in selfcheck.HOPS)
+    assert hops["total"] > 0 and hops["server"] >= hops["agent"] >= 0
+    if "net_of_agent" in plain:  # bursts and responses paired
+        assert plain["agent_ms"] >= 0
+        assert plain["net_of_agent"]["median_ms"] <= plain["median_ms"] + 1e-9
     # the delayed echo over the socket: at least its own 40 ms (causality), plus the harness
     late = measure_harness_latency("socket", "real", agent=DelayedEcho(40))
     assert late["n_measured"] >= 1, late["bursts"]

@@ -27,7 +27,9 @@ then the harness: pacing, the link's 16 <-> 24 kHz resampling, the protocol and 
 link's polling, the playback model. The served echo works at the protocol's 24 kHz, as a
 Realtime-native agent does, so the server adds no resampling of its own (a 16 kHz agent behind
 ``voxeval reference serve`` carries the server's 24 <-> 16 kHz conversion, ~2 ms, as part of its own latency;
-``measure_harness_latency(server_rate=16000)`` measures that set-up).
+``measure_harness_latency(server_rate=16000)`` measures that set-up). The echo is called on the
+server's event loop (``RealtimeServer(agent_thread=False)``: no worker-thread hops; it takes
+microseconds).
 
 Per burst, two lags of the output track behind the input track, each to one sample (62.5 us at
 16 kHz): *onset to onset* (the first sample at ``ONSET_REL`` of the burst's peak, on both
@@ -41,6 +43,16 @@ session goes first and is discarded, so that the figure is the steady state, not
 first-call costs (imports, a first response) that a run pays once. On the virtual clock the same session
 runs with compute counted as zero (the echo's own compute is not the harness's) and both lags
 must be exactly 0 in every burst: this also tests the driver.
+
+Socket probes are hop-traced (``RealtimeAgentLink(hop_trace=True)``: the appends carry an
+event id, the server returns its own stamps with the echo; both processes read the same
+``CLOCK_MONOTONIC``): ``hops`` gives per-hop medians (driver, link encode, link to socket, socket
+up, server to agent, agent, agent to server, server to socket, socket down, link decode), and the
+block reports, beside the end-to-end figure held against the target, the server's own receive ->
+send time (``agent_ms``: the agent's side) and the lag net of it (``net_of_agent``). The onset lag
+is about the ``total`` hop (frame deadline -> receipt stamp) of a burst's first frame plus the
+uplink resampler's look-ahead (~1.2 ms: the server leads the stream with that much silence so
+that its frames end where the appends end).
 
 Errors of the self-check are recorded (``errors``), never fatal to the run.
 """
@@ -238,6 +250,7 @@ def measure_harness_latency(
     agent: Any = None,
     url: str | None = None,
     server_rate: int | None = None,
+    hop_trace: bool = True,
 ) -> dict[str, Any]:
     """Run the probe session through ``transport`` on ``clock`` and measure the lag.
 
@@ -249,6 +262,12 @@ def measure_harness_latency(
     of any Realtime-native agent; 16000 adds the reference server's 24 <-> 16 kHz resampling,
     which every 16 kHz agent it serves carries as part of its own latency). Raises on a
     failure to run (the caller records it).
+
+    Socket probes are hop-traced (``hop_trace``, see ``hop_breakdown``): the block gets
+    ``hops`` (per-hop medians) and, beside the end-to-end ``median_ms`` (the figure held against
+    the target), ``agent_ms`` (median of the server's receive -> send time of each burst's first
+    echoed frame: the echo agent's side, not the harness's) and ``net_of_agent`` (per burst,
+    onset lag - that burst's server time; median, min, max).
     """
     signal, starts = burst_signal(sample_rate)
     scenario = _probe_scenario()
@@ -275,6 +294,7 @@ def measure_harness_latency(
         from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
 
         server = None
+        hops: list[dict[str, Any]] = []
         if url is None:
             served = agent
             rate = server_rate or PROTOCOL_RATE
@@ -284,6 +304,7 @@ def measure_harness_latency(
                 port=0,
                 sample_rate=rate,
                 frame_ms=frame_ms,
+                agent_thread=False,  # the echo takes microseconds: no worker-thread hops
             )
             url = server.start_in_thread()
             where = (
@@ -295,9 +316,10 @@ def measure_harness_latency(
 
         def once(audio: dict[str, np.ndarray], config: SessionConfig, sid: str) -> SessionResult:
             assert url is not None
-            link = RealtimeAgentLink(url)
+            link = RealtimeAgentLink(url, hop_trace=hop_trace)
             try:
                 res = run_session(scenario, audio, link, config, sid)
+                hops[:] = link.hops
             finally:
                 with contextlib.suppress(Exception):
                     link.close()
@@ -319,7 +341,79 @@ def measure_harness_latency(
             run_session(scenario, warm, echo, warm_cfg, "harness-self-check-warm-up")
         result = run_session(scenario, clips, echo, cfg, "harness-self-check")
     wall = time.perf_counter() - t0
-    return _latency_block(result, starts, transport, clock, wall, where)
+    block = _latency_block(result, starts, transport, clock, wall, where)
+    if transport == "socket" and hop_trace and hops:
+        block["hops"] = hop_breakdown(hops)
+        block.update(_net_of_agent(block["bursts"], hops))
+    return block
+
+
+def _net_of_agent(
+    bursts: Sequence[Mapping[str, Any]], hops: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Per burst: onset lag - the server's receive -> send time of its first echoed frame
+    (bursts and responses pair up in order; nothing when their counts differ)."""
+    first = [
+        (h["server_send"] - h["server_recv"]) / 1e6
+        for h in hops
+        if h.get("first") and isinstance(h.get("server_send"), int)
+    ]
+    if len(first) != len(bursts) or not first:
+        return {"net_of_agent_note": f"{len(first)} responses for {len(bursts)} bursts"}
+    net = [
+        b["onset_lag_ms"] - a
+        for b, a in zip(bursts, first, strict=True)
+        if b.get("onset_lag_ms") is not None and b.get("correlation", 0) >= MIN_CORRELATION
+    ]
+    return {
+        "agent_ms": round(statistics.median(first), 4),
+        "net_of_agent": _spread(net),
+        "net_of_agent_method": (
+            "per burst, onset lag minus the server's receive -> send time of the burst's first "
+            "echoed frame (stamps of both processes on one monotonic clock); informational: "
+            "median_ms, end to end, is held against the target"
+        ),
+    }
+
+
+HOPS = (
+    ("driver", "deadline", "hand"),
+    ("link encode", "hand", "queued"),
+    ("link to socket", "queued", "written"),
+    ("socket up", "written", "server_recv"),
+    ("server to agent", "server_recv", "server_agent_start"),
+    ("agent", "server_agent_start", "server_agent_end"),
+    ("agent to server", "server_agent_end", "server_apply"),
+    ("server to socket", "server_apply", "server_send"),
+    ("socket down", "server_send", "recv"),
+    ("link decode", "recv", "stamped"),
+)
+"""Hop trace: (hop, from stamp, to stamp), in the order a frame travels."""
+
+
+def hop_breakdown(hops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per-hop medians (ms) of traced frames (``RealtimeAgentLink(hop_trace=True)``): each
+    hop = later stamp - earlier stamp (one monotonic clock shared by the processes), median
+    over the frames whose echo came back; ``total`` = receipt stamp - the frame's deadline;
+    ``server`` = the server's receive -> send time (the agent's side of the socket)."""
+    out: dict[str, Any] = _hop_medians(hops)
+    first = [h for h in hops if h.get("first")]
+    if first:
+        out["first_of_response"] = _hop_medians(first)
+    return out
+
+
+def _hop_medians(hops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"frames": len(hops)}
+    spans = [*HOPS, ("server", "server_recv", "server_send"), ("total", "deadline", "stamped")]
+    for name, a, b in spans:
+        d = [
+            (h[b] - h[a]) / 1e6
+            for h in hops
+            if isinstance(h.get(a), int) and isinstance(h.get(b), int)
+        ]
+        out[name] = round(statistics.median(d), 4) if d else None
+    return out
 
 
 def _latency_block(
