@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -11,18 +12,21 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import load_audio
-from voxeval.core.errors import SpecError, SystemOutputError
+from voxeval.core.audio import Audio, load_audio
+from voxeval.core.errors import InputError, SpecError, SystemOutputError
 from voxeval.core.registry import REGISTRY
 from voxeval.core.specs import parse_spec
+from voxeval.systems.audio_output import EmptyAudioError
 from voxeval.systems.base import Transcript
+from voxeval.systems.openai_chat import OpenAICompatUnderstander
 from voxeval.systems.openai_compat import APIStatusError, OpenAICompatTranscriber, build
-from voxeval.systems.testing import check_transcriber
+from voxeval.systems.openai_speech import OpenAICompatSynthesizer
+from voxeval.systems.testing import check_transcriber, check_understander
 
 try:
-    from fake_openai_server import FakeOpenAIServer
+    from fake_openai_server import FakeOpenAIServer, clip_digest
 except ImportError:  # tests laid out as packages
-    from tests.systems.fake_openai_server import FakeOpenAIServer
+    from tests.systems.fake_openai_server import FakeOpenAIServer, clip_digest
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
@@ -197,3 +201,208 @@ def test_spec_validation() -> None:
     assert isinstance(system, OpenAICompatTranscriber)
     assert system.url == "http://h:1/v1/audio/transcriptions"
     assert system.describe()["timeout_s"] == 5.0
+
+
+# --- understand: /v1/chat/completions with input_audio parts ------------------------------
+
+
+def make_understander(server: FakeOpenAIServer, **opts: str) -> OpenAICompatUnderstander:
+    query = "&".join(f"{k}={v}" for k, v in {"key_env": KEY_ENV, "backoff": "0.01", **opts}.items())
+    system = REGISTRY.build("understand", f"openai-compat:{server.base_url}?{query}")
+    assert isinstance(system, OpenAICompatUnderstander)
+    system.load()
+    return system
+
+
+def test_understand_sends_prompt_and_every_clip_and_reads_the_answer(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    loud = Audio(clip, 16_000)
+    quiet = Audio(clip[:8000] * 0.1, 16_000)
+    native = load_audio(CLIP, sr=None)  # 22,050 Hz: the adapter must resample to 16 kHz
+    with FakeOpenAIServer(token=SECRET) as server:
+        system = make_understander(server, model="audio-lm", seed="7", max_tokens="32")
+        answer = system.understand([quiet, loud, native], "Which clip is louder?")
+    (req,) = server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["Authorization"] == f"Bearer {SECRET}"
+    body = req["json"]
+    assert body["model"] == "audio-lm" and body["temperature"] == 0
+    assert body["seed"] == 7 and body["max_tokens"] == 32
+    content = body["messages"][0]["content"]
+    assert body["messages"][0]["role"] == "user"
+    assert content[0] == {"type": "text", "text": "Which clip is louder?"}
+    assert [p["type"] for p in content[1:]] == ["input_audio"] * 3
+    assert all(p["input_audio"]["format"] == "wav" for p in content[1:])
+    # the server measured the real audio it received: durations and levels come back
+    assert answer.startswith("clips=3; 1: 0.500 s")
+    assert "2: 1.900 s" in answer and "3: 1.900 s" in answer and "louder=2" in answer
+    assert [sr for _, sr in req["clips"]] == [16_000] * 3
+    assert np.max(np.abs(req["clips"][1][0] - clip)) < 1e-3
+    info = system.describe()
+    assert info["temperature"] == 0 and info["seed"] == 7 and info["capability"] == "understand"
+    assert SECRET not in json.dumps(info) and SECRET not in repr(system)
+
+
+def test_understand_scripted_answers_by_clip_digest(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    native = load_audio(CLIP, sr=None)
+    table = {clip_digest(native.samples, native.sr): "Answer: sadness"}
+    with FakeOpenAIServer(chat_answers=table) as server:
+        system = make_understander(server)
+        assert system.understand([native], "Name the emotion.") == "Answer: sadness"
+        other = system.understand([Audio(clip * 0.5, 16_000)], "Name the emotion.")
+    assert other.startswith("clips=1")  # not in the table: the measured description
+    assert "seed" not in server.requests[0]["json"]
+    assert "max_tokens" not in server.requests[0]["json"]
+    assert "Authorization" not in server.requests[0]["headers"]
+
+
+def test_understand_callable_reply_sees_prompt_and_clips(clip: np.ndarray) -> None:
+    def reply(prompt: str, clips: list[tuple[np.ndarray, int]]) -> str:
+        return f"{prompt[:5]}|{len(clips)}|{len(clips[0][0])}"
+
+    with FakeOpenAIServer(chat_reply=reply) as server:
+        out = make_understander(server).understand([Audio(clip, 16_000)], "Hello there")
+    assert out == f"Hello|1|{clip.shape[0]}"
+
+
+def test_understand_errors_retries_and_timeouts(
+    clip: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    audio = [Audio(clip, 16_000)]
+    with FakeOpenAIServer(token="other") as server, pytest.raises(APIStatusError) as err:
+        make_understander(server).understand(audio, "q")
+    assert err.value.status == 401 and SECRET not in str(err.value)
+    assert SECRET[:8] not in str(err.value)
+    monkeypatch.delenv(KEY_ENV)
+    with FakeOpenAIServer(mode="error500") as server, pytest.raises(APIStatusError, match="500"):
+        make_understander(server, retries="1").understand(audio, "q")
+    assert len(server.requests) == 2
+    with FakeOpenAIServer(mode="ratelimit_then_ok", fail_times=1) as server:
+        assert make_understander(server).understand(audio, "q").startswith("clips=1")
+    assert len(server.requests) == 2
+    with (
+        FakeOpenAIServer(mode="invalid_json") as server,
+        pytest.raises(SystemOutputError, match="non-JSON"),
+    ):
+        make_understander(server).understand(audio, "q")
+    with (
+        FakeOpenAIServer(mode="missing_text") as server,
+        pytest.raises(SystemOutputError, match="choices"),
+    ):
+        make_understander(server).understand(audio, "q")
+    with FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server:
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="timeout"):
+            make_understander(server, timeout="0.4").understand(audio, "q")
+        assert time.monotonic() - t0 < 3.0
+
+
+def test_understand_refuses_bad_input_before_sending(clip: np.ndarray) -> None:
+    with FakeOpenAIServer() as server:
+        system = make_understander(server)
+        with pytest.raises(InputError, match="at least one"):
+            system.understand([], "q")
+        with pytest.raises(InputError, match="prompt"):
+            system.understand([Audio(clip, 16_000)], "  ")
+        with pytest.raises(InputError, match="not voxeval"):
+            system.understand([clip], "q")  # type: ignore[list-item]
+        with pytest.raises(InputError, match="NaN"):
+            system.understand([Audio(np.full(160, np.nan, dtype=np.float32), 16_000)], "q")
+    assert server.requests == []
+    with pytest.raises(SpecError, match="unknown"):
+        REGISTRY.build("understand", "openai-compat:http://h/v1?temperature=1")
+    with pytest.raises(SpecError, match="provides"):
+        build(parse_spec("openai-compat:http://h/v1"), "duplex")
+
+
+def test_understander_conforms_with_check_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with FakeOpenAIServer(token=SECRET) as server:
+        assert check_understander(make_understander(server)) == []
+    with FakeOpenAIServer(chat_reply=lambda p, c: 42) as server:  # type: ignore[arg-type,return-value]
+        problems = check_understander(make_understander(server))
+    assert problems  # the fake answered a number as content: not a string answer
+
+
+# --- synthesize: /v1/audio/speech -------------------------------------------------------
+
+
+needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng missing")
+
+
+def make_synth(server: FakeOpenAIServer, **opts: str) -> OpenAICompatSynthesizer:
+    query = "&".join(f"{k}={v}" for k, v in {"key_env": KEY_ENV, "backoff": "0.01", **opts}.items())
+    system = REGISTRY.build("synthesize", f"openai-compat:{server.base_url}?{query}")
+    assert isinstance(system, OpenAICompatSynthesizer)
+    system.load()
+    return system
+
+
+@needs_espeak
+def test_synthesize_request_and_wav_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    text = "Take forty milligrams of atorvastatin every evening."
+    with FakeOpenAIServer(token=SECRET) as server:
+        system = make_synth(server, model="tts-test", voice="echo")
+        plain = system.synthesize(text)
+        styled = system.synthesize(text, voice="alloy", instructions="Speak warmly.")
+    first, second = (r["json"] for r in server.requests)
+    assert first == {"model": "tts-test", "input": text, "voice": "echo", "response_format": "wav"}
+    assert second["instructions"] == "Speak warmly." and second["voice"] == "alloy"
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    for audio in (plain, styled):
+        assert isinstance(audio, Audio) and audio.sr == 24_000
+        assert audio.samples.dtype == np.float32 and 2.0 < audio.duration < 6.0
+        assert np.all(np.isfinite(audio.samples)) and np.max(np.abs(audio.samples)) > 0.05
+    assert plain.samples.shape != styled.samples.shape or not np.allclose(
+        plain.samples, styled.samples
+    )  # a different voice came back
+    info = system.describe()
+    assert info["instructions_sent_calls"] == 1 and info["voice"] == "echo"
+    assert SECRET not in json.dumps(info)
+
+
+@needs_espeak
+def test_synthesize_pcm_and_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    text = "The meeting moved to Thursday the fourth of March."
+    with FakeOpenAIServer() as server:
+        wav = make_synth(server).synthesize(text)
+        pcm = make_synth(server, response_format="pcm").synthesize(text)
+        fast = make_synth(server, speed="2.0").synthesize(text)
+    assert server.requests[1]["json"]["response_format"] == "pcm"
+    assert server.requests[2]["json"]["speed"] == 2.0
+    assert pcm.sr == 24_000 and pcm.samples.shape == wav.samples.shape
+    assert np.max(np.abs(pcm.samples - wav.samples)) < 1e-3
+    assert fast.duration < 0.75 * wav.duration
+
+
+def test_synthesize_error_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with (
+        FakeOpenAIServer(mode="missing_text") as server,
+        pytest.raises(SystemOutputError, match="instead of audio"),
+    ):
+        make_synth(server).synthesize("hello")
+    with (
+        FakeOpenAIServer(mode="empty_audio") as server,
+        pytest.raises(EmptyAudioError, match="empty"),
+    ):
+        make_synth(server).synthesize("hello")
+    with FakeOpenAIServer(token="nope") as server, pytest.raises(APIStatusError) as err:
+        make_synth(server).synthesize("hello")
+    assert SECRET not in str(err.value) and SECRET[-4:] not in str(err.value)
+    with FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server, pytest.raises(TimeoutError):
+        make_synth(server, timeout="0.3").synthesize("hello")
+    with FakeOpenAIServer() as server, pytest.raises(InputError, match="empty"):
+        make_synth(server).synthesize("   ")
+    with pytest.raises(SpecError, match="response_format"):
+        REGISTRY.build("synthesize", "openai-compat:http://h/v1?response_format=mp3")
+    with pytest.raises(SpecError, match="speed"):
+        REGISTRY.build("synthesize", "openai-compat:http://h/v1?speed=9")

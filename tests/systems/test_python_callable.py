@@ -9,12 +9,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio
+from voxeval.core.audio import Audio, load_audio
 from voxeval.core.errors import InputError, SpecError, SystemOutputError
 from voxeval.core.registry import REGISTRY
+from voxeval.core.specs import parse_spec
+from voxeval.systems.audio_output import EmptyAudioError
 from voxeval.systems.base import Transcript, Word
-from voxeval.systems.python_callable import CallableTranscriber, coerce_transcript
-from voxeval.systems.testing import check_transcriber
+from voxeval.systems.python_callable import (
+    CallableSynthesizer,
+    CallableTranscriber,
+    CallableUnderstander,
+    coerce_transcript,
+)
+from voxeval.systems.python_callable import (
+    build as build_python,
+)
+from voxeval.systems.testing import check_synthesizer, check_transcriber, check_understander
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
@@ -169,3 +179,179 @@ def test_coerce_transcript_rules() -> None:
             coerce_transcript(bad)
     with pytest.raises(SystemOutputError, match="non-finite"):
         coerce_transcript({"text": "a", "words": [{"word": "a", "start": float("nan"), "end": 1}]})
+
+
+SYNTH_MODULE = '''
+import numpy as np
+from voxeval.core.audio import Audio, load_audio
+
+CLIP = None
+
+
+def _speech(path, seconds):
+    audio = load_audio(path, sr=None)
+    return audio.samples[: int(seconds * audio.sr)], audio.sr
+
+
+class Reader:
+    """Returns a slice of a real recording, as long as the text asks (0.06 s per char)."""
+
+    def __init__(self, path, answer="audio"):
+        self.path = path
+        self.answer = answer
+        self.sample_rate = 22050
+        self.calls = []
+
+    def synthesize(self, text, voice, instructions):
+        self.calls.append((text, voice, instructions))
+        samples, sr = _speech(self.path, min(1.9, 0.06 * len(text)))
+        if self.answer == "audio":
+            return Audio(samples, sr)
+        if self.answer == "array":
+            return samples
+        if self.answer == "int16":
+            return (np.round(samples * 32767).astype(np.int16), sr)
+        if self.answer == "nan":
+            return Audio(np.full(100, np.nan, dtype=np.float32), sr)
+        if self.answer == "empty":
+            return Audio(np.zeros(0, dtype=np.float32), sr)
+        if self.answer == "wrongrate":
+            return Audio(samples, 16000)
+        if self.answer == "none":
+            return None
+        raise ValueError(self.answer)
+
+
+def make_reader(path, answer="audio"):
+    return Reader(path, answer)
+
+
+def make_synth_function(path, shape="tuple"):
+    def speak(text, voice=None, instructions=None):
+        samples, sr = _speech(path, 1.0)
+        if shape == "tuple":
+            return samples, sr
+        if shape == "dict":
+            return {"audio": samples, "sample_rate": sr}
+        if shape == "badrate":
+            return samples, "fast"
+        return {"wave": samples}
+    return speak
+
+
+class Listener:
+    def __init__(self, answer="str"):
+        self.answer = answer
+
+    def understand(self, audio_parts, prompt):
+        if self.answer != "str":
+            return {"answer": "yes"}
+        return f"{len(audio_parts)} clips, {audio_parts[0].sr} Hz, prompt {prompt!r}"
+
+
+def make_listener(answer="str"):
+    return Listener(answer)
+
+
+def make_listen_function():
+    return lambda audio_parts, prompt: " ".join(f"{a.duration:.2f}" for a in audio_parts)
+
+
+def make_nothing():
+    return 42
+'''
+
+
+@pytest.fixture
+def synth_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    if not CLIP.exists():
+        pytest.skip(f"../shared/data not found: {CLIP}")
+    name = f"voxeval_user_tts_{abs(hash(tmp_path)) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(SYNTH_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_synthesizer_object_gets_voice_and_instructions(synth_module: str) -> None:
+    system = REGISTRY.build("synthesize", f"python:{synth_module}:make_reader?path={CLIP}")
+    assert isinstance(system, CallableSynthesizer) and system.sample_rate == 22050
+    system.load()
+    audio = system.synthesize("Hello there, world.", "narrator", "Speak slowly.")
+    assert isinstance(audio, Audio) and audio.sr == 22050
+    assert audio.duration == pytest.approx(0.06 * 19, abs=0.01)
+    real = load_audio(CLIP, sr=None).samples
+    assert np.array_equal(audio.samples, real[: audio.samples.size])
+    assert system.obj.calls == [("Hello there, world.", "narrator", "Speak slowly.")]
+    assert check_synthesizer(system) == []
+    info = system.describe()
+    assert info["capability"] == "synthesize" and info["sample_rate"] == 22050
+    json.dumps(info)
+
+
+@pytest.mark.parametrize("answer", ["array", "int16"])
+def test_synthesizer_accepts_arrays_and_int16(synth_module: str, answer: str) -> None:
+    spec = f"python:{synth_module}:make_reader?path={CLIP}&answer={answer}"
+    audio = REGISTRY.build("synthesize", spec).synthesize("Hello there.")
+    real = load_audio(CLIP, sr=None).samples[: audio.samples.size]
+    assert audio.sr == 22050 and audio.samples.dtype == np.float32
+    assert np.max(np.abs(audio.samples - real)) < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "message"),
+    [
+        ("nan", EmptyAudioError, "NaN"),
+        ("empty", EmptyAudioError, "0 samples"),
+        ("wrongrate", SystemOutputError, "declares sample_rate 22050"),
+        ("none", SystemOutputError, "NoneType"),
+    ],
+)
+def test_synthesizer_bad_outputs(
+    synth_module: str, answer: str, error: type[Exception], message: str
+) -> None:
+    spec = f"python:{synth_module}:make_reader?path={CLIP}&answer={answer}"
+    with pytest.raises(error, match=message) as err:
+        REGISTRY.build("synthesize", spec).synthesize("Hello.")
+    if error is EmptyAudioError:
+        assert err.value.kind == "empty_audio"  # type: ignore[attr-defined]
+
+
+def test_synthesizer_plain_callable_shapes(synth_module: str) -> None:
+    for shape in ("tuple", "dict"):
+        system = REGISTRY.build(
+            "synthesize", f"python:{synth_module}:make_synth_function?path={CLIP}&shape={shape}"
+        )
+        assert system.kind == "callable" and system.sample_rate == 0
+        audio = system.synthesize("Hi.", voice="v", instructions=None)
+        assert audio.sr == 22050 and audio.duration == pytest.approx(1.0, abs=0.001)
+        assert system.sample_rate == 22050
+    for shape, message in (("badrate", "not an integer"), ("nokeys", "keys: wave")):
+        system = REGISTRY.build(
+            "synthesize", f"python:{synth_module}:make_synth_function?path={CLIP}&shape={shape}"
+        )
+        with pytest.raises(SystemOutputError, match=message):
+            system.synthesize("Hi.")
+
+
+def test_understander_object_and_callable(synth_module: str) -> None:
+    clip = load_audio(CLIP, sr=None)
+    system = REGISTRY.build("understand", f"python:{synth_module}:make_listener")
+    assert isinstance(system, CallableUnderstander)
+    system.load()
+    assert system.understand([clip, clip], "Same speaker?") == (
+        "2 clips, 22050 Hz, prompt 'Same speaker?'"
+    )
+    assert check_understander(system) == []
+    bad = REGISTRY.build("understand", f"python:{synth_module}:make_listener?answer=dict")
+    with pytest.raises(SystemOutputError, match="must return the answer as a str"):
+        bad.understand([clip], "q")
+    assert any("raised" in p for p in check_understander(bad))
+    plain = REGISTRY.build("understand", f"python:{synth_module}:make_listen_function")
+    assert plain.understand([clip, Audio(clip.samples[:11025], 22050)], "q") == "1.90 0.50"
+    assert plain.describe()["capability"] == "understand"
+    with pytest.raises(InputError, match="no understand"):
+        REGISTRY.build("understand", f"python:{synth_module}:make_nothing")
+    with pytest.raises(InputError, match="no synthesize"):
+        REGISTRY.build("synthesize", f"python:{synth_module}:make_nothing")
+    with pytest.raises(SpecError, match="provides"):
+        build_python(parse_spec(f"python:{synth_module}:make_listener"), "align")

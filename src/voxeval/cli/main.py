@@ -23,6 +23,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voxeval.cli.study:study",
         "Human rating studies: create, serve the rating app, import and analyze ratings.",
     ),
+    "tts": (
+        "voxeval.cli.tts:tts",
+        "Text-to-speech: synthesize item sets, score recordings, merge human ratings.",
+    ),
+    "su": (
+        "voxeval.cli.su:su",
+        "Speech understanding: build pairs, run emotion/speaker/synthetic-speech evals.",
+    ),
     "reference": (
         "voxeval.cli.reference:reference",
         "The reference voice agent: serve it over the OpenAI Realtime WebSocket protocol.",

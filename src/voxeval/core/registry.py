@@ -88,15 +88,15 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
     ),
     BackendInfo(
         "openai-compat",
-        ("transcribe",),
+        ("transcribe", "synthesize", "understand"),
         "voxeval.systems.openai_compat:build",
         requires=("httpx",),
         extra="openai",
-        description="any server speaking OpenAI-style /v1/audio/transcriptions (key from key_env)",
+        description="OpenAI-style audio API: transcriptions, speech, chat with audio (key_env)",
     ),
     BackendInfo(
         "python",
-        ("transcribe", "duplex"),
+        ("transcribe", "synthesize", "understand", "duplex"),
         "voxeval.systems.python_callable:build",
         description="your own callable: python:module:factory",
     ),
@@ -155,10 +155,32 @@ BUILTIN_BACKENDS += [
 ]
 
 
+BUILTIN_BACKENDS += [
+    BackendInfo(
+        "resemblyzer",
+        ("understand",),
+        "voxeval.systems.speaker_verification:build",
+        requires=("resemblyzer", "torch"),
+        extra="speaker",
+        description="SU specialist: speaker match by resemblyzer embedding cosine (calibrated)",
+    ),
+    BackendInfo(
+        "dnsmos-human",
+        ("understand",),
+        "voxeval.systems.humanlike_baseline:build",
+        requires=("speechmos", "onnxruntime", "librosa"),
+        extra="quality",
+        description="SU specialist: DNSMOS P.808 MOS as a 1-5 humanlikeness rating (quality)",
+    ),
+]
+
+
 BUILTIN_SUITES: dict[str, str] = {
     "asr": "voxeval.suites.asr.suite:SUITE",
     "duplex": "voxeval.suites.duplex.suite:SUITE",
     "study": "voxeval.study.suite:SUITE",
+    "tts": "voxeval.suites.tts.suite:SUITE",
+    "su": "voxeval.suites.su.suite:SUITE",
     "demo": "voxeval.demo:DEMO_SUITE",
 }
 

@@ -1,9 +1,11 @@
-"""Conformance check for transcriber adapters: ``check_transcriber(system) -> problems``.
+"""Conformance checks for adapters: ``check_transcriber``, ``check_synthesizer`` and
+``check_understander``, each ``(system) -> problems`` (an empty list means it conforms).
 
-Use it in an adapter's own tests::
+Use them in an adapter's own tests::
 
-    from voxeval.systems.testing import check_transcriber
+    from voxeval.systems.testing import check_synthesizer, check_transcriber
     assert check_transcriber("python:my_pkg.asr:make") == []
+    assert check_synthesizer("python:my_pkg.tts:make") == []
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from voxeval.systems.base import Transcript, Word
 
-__all__ = ["check_transcriber", "speechlike_signal"]
+__all__ = ["check_synthesizer", "check_transcriber", "check_understander", "speechlike_signal"]
 
 _TIME_TOLERANCE_S = 0.05
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -57,10 +59,8 @@ def check_transcriber(
     """
     problems: list[str] = []
     if isinstance(system, str):
-        from voxeval.core.registry import REGISTRY
-
         try:
-            system = REGISTRY.build("transcribe", system)
+            system = _build("transcribe", system)
         except Exception as exc:
             return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
     for attr in ("load", "transcribe", "describe"):
@@ -182,3 +182,167 @@ def _check_describe(system: Any) -> list[str]:
             f"describe() contains the value of secret environment variable(s) {', '.join(sorted(leaked))}"
         ]
     return []
+
+
+def _build(capability: str, spec: str) -> Any:
+    from voxeval.core.registry import REGISTRY
+
+    return REGISTRY.build(capability, spec)
+
+
+CHECK_TEXT = "Please call me back at five five five, one two three four, before noon."
+_MAX_SECONDS_PER_CHAR = 0.5  # a very slow reader: 0.5 s per character is far beyond speech
+_MIN_RATE, _MAX_RATE = 8_000, 192_000
+_SILENT_DBFS = -60.0
+
+
+def check_synthesizer(
+    system: Any, text: str = CHECK_TEXT, *, voice: str | None = None, check_repeat: bool = False
+) -> list[str]:
+    """Exercise a synthesizer and return the problems found (an empty list means it conforms).
+
+    ``system`` is a Synthesizer or a spec string (built through the registry). The check
+    calls ``load()``, then ``synthesize(text, voice)`` and ``synthesize(text, voice,
+    instructions=...)``, and checks each answer: a ``core.audio.Audio`` of mono float32
+    samples, non-empty, all finite, within [-1, 1], not silent (RMS above -60 dBFS), at an
+    integer rate in 8-192 kHz equal to ``system.sample_rate`` after the call, and lasting
+    between 0.2 s and 0.5 s per character of ``text``; an empty text must raise (any
+    exception), not return audio; ``describe()`` must be a JSON-serialisable dict without
+    secret environment values. With ``check_repeat`` the plain call is made twice and must
+    give identical samples (deterministic backends).
+    """
+    from voxeval.core.audio import Audio, rms_dbfs
+
+    if isinstance(system, str):
+        try:
+            system = _build("synthesize", system)
+        except Exception as exc:
+            return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
+    problems = [
+        f"missing method {a}()"
+        for a in ("load", "synthesize", "describe")
+        if not callable(getattr(system, a, None))
+    ]
+    if problems:
+        return problems
+    try:
+        system.load()
+    except Exception as exc:
+        return [f"load() raised {type(exc).__name__}: {exc}"]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("plain", {"voice": voice}),
+        ("instructed", {"voice": voice, "instructions": "Say it calmly and slowly."}),
+    ]
+    if check_repeat:
+        calls.append(("repeat", {"voice": voice}))
+    outputs: dict[str, Any] = {}
+    for name, kwargs in calls:
+        try:
+            audio = system.synthesize(text, **kwargs)
+        except Exception as exc:
+            problems.append(f"synthesize({name}) raised {type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(audio, Audio):
+            problems.append(f"synthesize({name}) returned {type(audio).__name__}, not Audio")
+            continue
+        outputs[name] = audio
+        samples = np.asarray(audio.samples)
+        sr = audio.sr
+        if isinstance(sr, bool) or not isinstance(sr, int) or not _MIN_RATE <= sr <= _MAX_RATE:
+            problems.append(f"synthesize({name}) sample rate {sr!r} is not an int in 8-192 kHz")
+            continue
+        declared = getattr(system, "sample_rate", None)
+        if declared != sr:
+            problems.append(
+                f"synthesize({name}) audio is {sr} Hz but system.sample_rate is {declared!r}"
+            )
+        if samples.ndim != 1 or samples.dtype != np.float32:
+            problems.append(
+                f"synthesize({name}) samples are {samples.dtype} {samples.shape}, not mono float32"
+            )
+            continue
+        if samples.size == 0:
+            problems.append(f"synthesize({name}) returned no samples")
+            continue
+        if not np.all(np.isfinite(samples)):
+            problems.append(f"synthesize({name}) returned NaN or infinite samples")
+            continue
+        peak = float(np.max(np.abs(samples)))
+        if peak > 1.0:
+            problems.append(f"synthesize({name}) peak {peak:.3f} exceeds full scale (1.0)")
+        level = rms_dbfs(samples)
+        if level < _SILENT_DBFS:
+            problems.append(f"synthesize({name}) is silent ({level:.1f} dBFS RMS)")
+        seconds = samples.size / sr
+        low, high = 0.2, _MAX_SECONDS_PER_CHAR * len(text)
+        if not low <= seconds <= high:
+            problems.append(
+                f"synthesize({name}) lasts {seconds:.2f} s for {len(text)} characters "
+                f"(expected {low}-{high:.0f} s)"
+            )
+    if check_repeat and "plain" in outputs and "repeat" in outputs:
+        a, b = outputs["plain"].samples, outputs["repeat"].samples
+        if a.shape != b.shape or not np.array_equal(a, b):
+            problems.append("synthesize(repeat) gave different samples for the same input")
+    try:
+        empty = system.synthesize("   ", voice=voice)
+    except Exception:
+        pass
+    else:
+        problems.append(
+            f"synthesize(empty text) returned {type(empty).__name__} instead of raising"
+        )
+    problems.extend(_check_describe(system))
+    return problems
+
+
+CHECK_PROMPT = "How many audio clips did you receive? Answer with a number."
+
+
+def check_understander(
+    system: Any, audio_parts: list[Any] | None = None, prompt: str = CHECK_PROMPT
+) -> list[str]:
+    """Exercise an understander and return the problems found (empty list = conforms).
+
+    ``system`` is an Understander or a spec string. The check calls ``load()``, then
+    ``understand`` with one clip and with two clips (``audio_parts``, default: the
+    speech-like test signal at 16 kHz and a 24 kHz copy of it), and checks each answer is a
+    ``str``, the caller's clips are not modified, and ``describe()`` is a JSON-serialisable
+    dict without secret environment values.
+    """
+    from voxeval.core.audio import Audio
+
+    if isinstance(system, str):
+        try:
+            system = _build("understand", system)
+        except Exception as exc:
+            return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
+    problems = [
+        f"missing method {a}()"
+        for a in ("load", "understand", "describe")
+        if not callable(getattr(system, a, None))
+    ]
+    if problems:
+        return problems
+    try:
+        system.load()
+    except Exception as exc:
+        return [f"load() raised {type(exc).__name__}: {exc}"]
+    if audio_parts is None:
+        audio_parts = [
+            Audio(speechlike_signal(16_000), 16_000),
+            Audio(speechlike_signal(24_000, seconds=1.0), 24_000),
+        ]
+    for name, parts in (("one clip", audio_parts[:1]), ("all clips", list(audio_parts))):
+        copies = [np.array(p.samples, copy=True) for p in parts]
+        try:
+            answer = system.understand(parts, prompt)
+        except Exception as exc:
+            problems.append(f"understand({name}) raised {type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(answer, str):
+            problems.append(f"understand({name}) returned {type(answer).__name__}, not str")
+        if any(not np.array_equal(c, p.samples) for c, p in zip(copies, parts, strict=True)):
+            problems.append(f"understand({name}) modified its input audio")
+    problems.extend(_check_describe(system))
+    return problems

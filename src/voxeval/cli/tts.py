@@ -1,0 +1,272 @@
+"""``voxeval tts run|score-audio|report|items``."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from voxeval.cli.common import EXIT_FAILED, print_result_path, progress_bar, results_out_option
+
+ONLY_HELP = "Keep only these dimensions, evals or item-id globs. Repeatable."
+
+
+@click.group()
+def tts() -> None:
+    """Text-to-speech suite: seven dimensions, automatic metrics, judge and human studies."""
+
+
+def _progress_callbacks(progress: Any, counts: Counter[tuple[str, str]]) -> tuple[Any, Any]:
+    tasks: dict[str, Any] = {}
+
+    def on_start(spec: str, n: int) -> None:
+        tasks[spec] = progress.add_task(escape(spec), total=n, status="")
+
+    def on_record(rec: Any) -> None:
+        counts[(rec.system, rec.status)] += 1
+        bad = sum(v for (s, st), v in counts.items() if s == rec.system and st != "ok")
+        progress.update(tasks[rec.system], advance=1, status=f"failed {bad}" if bad else "")
+
+    return on_start, on_record
+
+
+def _check_specs(systems: tuple[str, ...], asr: str | None, judge: str | None) -> None:
+    """Unknown backends fail before any work (exit 2)."""
+    from voxeval.core.registry import REGISTRY
+    from voxeval.core.specs import parse_spec
+
+    for spec in systems:
+        REGISTRY.backend("synthesize", parse_spec(spec).backend)
+    if asr:
+        REGISTRY.backend("transcribe", parse_spec(asr).backend)
+    del judge  # the judge adapter validates its own spec and records failures per item
+
+
+def _end(store: Any) -> None:
+    """Summary table on stderr, exit 1 when no record succeeded, last stdout line = path."""
+    recs = store.load_records().records
+    n_ok = sum(1 for r in recs if r.status == "ok")
+    _summary(store.path, recs)
+    print_result_path(store.path)
+    if recs and n_ok == 0:
+        click.echo("check failed: no item was synthesized and measured", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@tts.command("run")
+@click.option(
+    "--system",
+    "-s",
+    "systems",
+    multiple=True,
+    required=True,
+    help="Synthesizer spec: piper[:VOICE], espeak-ng[:VOICE], openai-compat:URL?model=M, "
+    "python:module:factory. Repeatable.",
+)
+@click.option(
+    "--items",
+    default="default",
+    show_default=True,
+    help="Item set name (default, demo), a set file, a YAML or a JSONL of items.",
+)
+@click.option("--only", multiple=True, help=ONLY_HELP)
+@results_out_option
+@click.option("--resume", is_flag=True, help="Continue the newest run under OUT with this setup.")
+@click.option("--study", is_flag=True, help="Also export the run as a rating study (RUN/study/).")
+@click.option(
+    "--judge", default=None, help="Audio-language judge spec (asks each eval's question)."
+)
+@click.option(
+    "--asr",
+    default="faster-whisper",
+    show_default=True,
+    help="ASR spec for the round trip ('none': no round trip).",
+)
+@click.option("--repeat", "repeats", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option(
+    "--timeout",
+    default=300.0,
+    show_default=True,
+    type=float,
+    help="Seconds before a synthesis call counts as hung (0: no limit).",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def run_cmd(
+    systems: tuple[str, ...],
+    items: str,
+    only: tuple[str, ...],
+    out: Path,
+    resume: bool,
+    study: bool,
+    judge: str | None,
+    asr: str,
+    repeats: int,
+    timeout: float,
+    no_progress: bool,
+) -> None:
+    """Synthesize the item set with each system, measure every item, write the report."""
+    from voxeval.suites.tts.suite import run_tts
+
+    asr_spec = None if asr.lower() in ("none", "") else asr
+    _check_specs(systems, asr_spec, judge)
+    counts: Counter[tuple[str, str]] = Counter()
+    with progress_bar(not no_progress) as progress:
+        on_start, on_record = _progress_callbacks(progress, counts)
+        store = run_tts(
+            systems,
+            out,
+            items=items,
+            only=only,
+            asr=asr_spec,
+            judge=judge,
+            repeats=repeats,
+            resume=resume,
+            study=study,
+            timeout=timeout or None,
+            on_start=on_start,
+            on_record=on_record,
+        )
+    study_info = store.info().get("study")
+    if study_info:
+        click.echo(f"study: {store.path / study_info['path']}", err=True)
+    _end(store)
+
+
+@tts.command("score-audio")
+@click.option(
+    "--manifest",
+    "-m",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL: id, audio_filepath, text, system?, eval?, dimension?, critical_tokens?",
+)
+@results_out_option
+@click.option(
+    "--items",
+    default=None,
+    help="Item set to take text, eval and critical tokens from by id (lines may omit them).",
+)
+@click.option("--system", default=None, help="System name for lines without one.")
+@click.option("--asr", default="faster-whisper", show_default=True, help="ASR spec ('none').")
+@click.option("--judge", default=None, help="Audio-language judge spec.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def score_audio_cmd(
+    manifest: Path,
+    out: Path,
+    items: str | None,
+    system: str | None,
+    asr: str,
+    judge: str | None,
+    no_progress: bool,
+) -> None:
+    """Measure recordings made elsewhere (no synthesis): round trip, quality, prosody."""
+    from voxeval.suites.tts.suite import score_audio
+
+    asr_spec = None if asr.lower() in ("none", "") else asr
+    _check_specs((), asr_spec, judge)
+    counts: Counter[tuple[str, str]] = Counter()
+    with progress_bar(not no_progress) as progress:
+        on_start, on_record = _progress_callbacks(progress, counts)
+        store = score_audio(
+            manifest,
+            out,
+            items=items,
+            asr=asr_spec,
+            judge=judge,
+            system=system,
+            on_start=on_start,
+            on_record=on_record,
+        )
+    _end(store)
+
+
+@tts.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--human",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="A study folder (or RUN/study) or a long-format ratings CSV to merge.",
+)
+def report_cmd(run_dir: Path, human: Path | None) -> None:
+    """Rebuild the TTS report of RUN_DIR, merging human ratings when given."""
+    from voxeval.core.errors import InputError
+    from voxeval.core.runstore import RunStore
+    from voxeval.report import write_report
+
+    store = RunStore.open(run_dir)
+    if store.info().get("suite") != "tts":
+        raise InputError(f"{run_dir} is not a TTS run (suite {store.info().get('suite')!r})")
+    if human is not None:
+        from voxeval.suites.tts.study_export import merge_human
+
+        path = merge_human(store, human)
+        click.echo(f"human results: {path}", err=True)
+    paths = write_report(store.path)
+    click.echo(f"report: {paths['html']}", err=True)
+    print_result_path(store.path)
+
+
+@tts.command("items")
+@click.option("--items", default="default", show_default=True, help="Item set name or file.")
+@click.option("--only", multiple=True, help=ONLY_HELP)
+@click.option("--list", "list_items", is_flag=True, help="List every item id and text.")
+def items_cmd(items: str, only: tuple[str, ...], list_items: bool) -> None:
+    """Dimensions, evals and item counts of an item set (questions and primary metrics)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from voxeval.suites.tts.items import TTS_ITEMS_VERSION, load_item_set
+
+    evals, its = load_item_set(items, only)
+    per_eval = Counter(str(it.eval) for it in its)
+    table = Table(title=f"TTS items · {items} · version {TTS_ITEMS_VERSION} · {len(its)} items")
+    for col in ("dimension", "eval", "items", "primary metric"):
+        table.add_column(col, justify="right" if col == "items" else "left", no_wrap=True)
+    table.add_column("question", overflow="fold")
+    for ev_id, ev in evals.items():
+        if per_eval.get(ev_id, 0) == 0:
+            continue
+        table.add_row(
+            ev.dimension,
+            ev_id,
+            str(per_eval[ev_id]),
+            ev.primary or "humans only",
+            escape(ev.question),
+        )
+    console = Console()
+    console.print(table)
+    if list_items:
+        for it in its:
+            click.echo(f"{it.id}\t{it.eval}\t{it.text[:100]}")
+
+
+def _summary(run_dir: Path, recs: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    by: dict[str, Counter[str]] = {}
+    for r in recs:
+        by.setdefault(r.system, Counter())[r.status] += 1
+    table = Table(title=f"TTS · {run_dir.name}")
+    for col in ("system", "ok", "failed", "kinds"):
+        table.add_column(col, justify="left" if col in ("system", "kinds") else "right")
+    for spec, c in by.items():
+        kinds = Counter(
+            (r.error or {}).get("kind", r.status)
+            for r in recs
+            if r.system == spec and r.status != "ok"
+        )
+        table.add_row(
+            escape(spec),
+            str(c["ok"]),
+            str(sum(v for k, v in c.items() if k != "ok")),
+            escape(", ".join(f"{k} {v}" for k, v in kinds.most_common())),
+        )
+    Console(stderr=True).print(table)
+    if (run_dir / "report.html").exists():
+        click.echo(f"report: {run_dir / 'report.html'}", err=True)

@@ -1,0 +1,1 @@
+"""Speech understanding suite: emotion, relative emotion, speaker match, synthetic speech."""

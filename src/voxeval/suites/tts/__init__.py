@@ -1,0 +1,1 @@
+"""TTS suite: seven dimensions of item sets, synthesizer runs, automatic metrics, studies."""
