@@ -66,6 +66,23 @@ def test_run_then_report_with_human_csv(tmp_path: Path) -> None:
     assert res.stdout.strip().splitlines()[-1] == str(run_dir)
     human = json.loads((run_dir / "human.json").read_text())
     assert "espeak-ng:en-us+f3" in human["evals"]["phone_numbers"]["systems"]
+    # the quality metrics validated against real listeners (MUSHRA, first 3 signals x 8
+    # conditions), stored in the run and shown in its report
+    from tests.conftest import shared_data
+
+    mushra = shared_data() / "ratings" / "neural_codec_mushra"
+    res = runner.invoke(
+        cli,
+        ["tts", "report", str(run_dir), "--validate-quality", str(mushra), "--max-signals", "3"],
+    )
+    assert res.exit_code == 0, res.output
+    validation = json.loads((run_dir / "validation.json").read_text())
+    assert validation["n_signals"] == 3 and validation["n_stimuli"] == 24
+    by = {m["metric"]: m for m in validation["metrics"]}
+    assert by["bandwidth_hz"]["condition"]["n"] == 8
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["validation"]["n_stimuli"] == 24
+    assert "bandwidth_hz" in (run_dir / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -192,8 +192,26 @@ def score_audio_cmd(
     default=None,
     help="A study folder (or RUN/study) or a long-format ratings CSV to merge.",
 )
-def report_cmd(run_dir: Path, human: Path | None) -> None:
-    """Rebuild the TTS report of RUN_DIR, merging human ratings when given."""
+@click.option(
+    "--validate-quality",
+    "mushra_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A MUSHRA rating set (ratings_long.csv + audio, e.g. ../shared/data/ratings/"
+    "neural_codec_mushra): each quality metric's Spearman with the listeners goes into "
+    "RUN/validation.json and the report.",
+)
+@click.option(
+    "--max-signals",
+    type=click.IntRange(2, None),
+    default=None,
+    help="With --validate-quality: only the first N signals (faster, wider CIs).",
+)
+def report_cmd(
+    run_dir: Path, human: Path | None, mushra_dir: Path | None, max_signals: int | None
+) -> None:
+    """Rebuild the TTS report of RUN_DIR, merging human ratings and the quality metrics'
+    validation against listeners when given."""
     from voxeval.core.errors import InputError
     from voxeval.core.runstore import RunStore
     from voxeval.report import write_report
@@ -206,6 +224,24 @@ def report_cmd(run_dir: Path, human: Path | None) -> None:
 
         path = merge_human(store, human)
         click.echo(f"human results: {path}", err=True)
+    if mushra_dir is not None:
+        import json
+
+        from voxeval.cli.common import progress_bar
+        from voxeval.report import json_safe
+        from voxeval.suites.tts.report import VALIDATION_FILE
+        from voxeval.suites.tts.validation import validate_quality_metrics
+
+        with progress_bar() as progress:
+            bar = progress.add_task("quality metrics vs listeners", total=None, status="")
+
+            def tick(done: int, total: int) -> None:
+                progress.update(bar, completed=done, total=total)
+
+            result = validate_quality_metrics(mushra_dir, max_signals=max_signals, progress=tick)
+        dest = store.path / VALIDATION_FILE
+        dest.write_text(json.dumps(json_safe(result), indent=2), encoding="utf-8")
+        click.echo(f"validation: {dest}", err=True)
     paths = write_report(store.path)
     click.echo(f"report: {paths['html']}", err=True)
     print_result_path(store.path)

@@ -135,3 +135,33 @@ def make_executor(kind: str = "thread", workers: int = 1) -> Executor[Any, Any]:
     if kind not in kinds:
         raise ValueError(f"unknown executor {kind!r}; choose from {', '.join(kinds)}")
     return kinds[kind](workers)
+
+
+class CallTimedOut(Exception):
+    """A call watched by :func:`call_with_timeout` did not return in time (it may still run)."""
+
+
+def call_with_timeout(
+    fn: Callable[[], Any], timeout: float | None, name: str = "voxeval-call"
+) -> Any:
+    """Run ``fn`` in a daemon thread and return its value (or raise its exception); raise
+    :class:`CallTimedOut` if it has not returned after ``timeout`` seconds. The hung thread
+    is abandoned, so callers drop the system it was using and build a fresh one."""
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name=name)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise CallTimedOut()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -218,9 +218,11 @@ def test_demo_subset_is_small_and_closed(default: tuple[dict, list[TTSItem]]) ->
             if (ev.primary != "prosody_following" or it.contrast)
             and (ev.primary != "identity" or it.labels.get("condition") != "neutral")
         ]
-        if ev.automatic and ev.id != "multi_paragraph":
-            assert len(scored) >= 3, ev.id
-    assert len([it for it in demo if it.dimension == "long_form"]) in (1, 2)
+        if ev.automatic:
+            # one per performance role, two per other eval, one long-form passage
+            assert len(scored) >= (1 if ev.dimension in ("performance", "long_form") else 2), ev.id
+    assert len([it for it in demo if it.dimension == "long_form"]) == 1
+    assert len(demo) <= 60  # three demo systems in a few minutes
 
 
 def test_version_fingerprint_pinned() -> None:

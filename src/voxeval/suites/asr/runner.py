@@ -9,7 +9,6 @@ happen before the first item and are reported separately (``run.json`` ``systems
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import numpy as np
 
 from voxeval.core.audio import TARGET_SR, load_audio
 from voxeval.core.errors import SystemOutputError, VoxevalError
-from voxeval.core.executor import make_executor
+from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
@@ -34,32 +33,6 @@ DEFAULT_TIMEOUT_S = 600.0
 class Task:
     item: Item
     repeat: int
-
-
-class _Hung(Exception):
-    pass
-
-
-def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
-    """Run ``fn`` in a daemon thread; raise ``_Hung`` if it does not return in time."""
-    if timeout is None:
-        return fn()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True, name="voxeval-call")
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
-        raise _Hung()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 class TranscribeWorker:
@@ -86,7 +59,7 @@ class TranscribeWorker:
             system = REGISTRY.build("transcribe", self.spec)
             system.load()
             t1 = time.perf_counter()
-            _call_with_timeout(
+            call_with_timeout(
                 lambda: system.transcribe(np.zeros(TARGET_SR, np.float32)), self.timeout
             )
             t2 = time.perf_counter()
@@ -100,7 +73,7 @@ class TranscribeWorker:
                 "warmup_s": round(t2 - t1, 4),
                 "system_info": described,
             }
-        except _Hung:
+        except CallTimedOut:
             self.load_error = TimeoutError(f"system load/warm-up exceeded {self.timeout} s")
         except Exception as exc:
             self.load_error = exc
@@ -134,9 +107,9 @@ class TranscribeWorker:
         system = self.system
         t0 = time.perf_counter()
         try:
-            result = _call_with_timeout(lambda: system.transcribe(audio.samples), self.timeout)
+            result = call_with_timeout(lambda: system.transcribe(audio.samples), self.timeout)
             transcript = coerce_transcript(result, where=self.spec)
-        except _Hung:
+        except CallTimedOut:
             self.system = None  # the hung call may still hold it; build a fresh one next time
             return error_record(
                 item.id,

@@ -25,12 +25,11 @@ from typing import Any
 
 from voxeval.core.audio import TARGET_SR, Audio, load_audio
 from voxeval.core.errors import InputError, SystemOutputError, VoxevalError
-from voxeval.core.executor import make_executor
+from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.suites.asr.runner import _call_with_timeout, _Hung
 from voxeval.suites.su.parse import Parsed, parse_answer
 from voxeval.suites.su.prompts import PROMPTS_VERSION, merge_clips, render_prompt
 from voxeval.suites.su.scoring import FIXED_RATING_THRESHOLD, best_threshold
@@ -154,7 +153,7 @@ class UnderstandWorker:
         try:
             t0 = time.perf_counter()
             system = REGISTRY.build("understand", self.spec)
-            _call_with_timeout(system.load, self.timeout)
+            call_with_timeout(system.load, self.timeout)
             self.system = system
             try:
                 described = system.describe()
@@ -164,7 +163,7 @@ class UnderstandWorker:
                 "load_s": round(time.perf_counter() - t0, 4),
                 "system_info": described,
             }
-        except _Hung:
+        except CallTimedOut:
             self.load_error = TimeoutError(f"system load exceeded {self.timeout} s")
         except Exception as exc:
             self.load_error = exc
@@ -210,7 +209,7 @@ class UnderstandWorker:
             if specialist:
                 output["input_mode"] = "separate clips (specialist)"
                 score = float(
-                    _call_with_timeout(lambda: system.score(eval_name, parts), self.timeout)
+                    call_with_timeout(lambda: system.score(eval_name, parts), self.timeout)
                 )
                 answer_text: Any = None
             else:
@@ -224,10 +223,10 @@ class UnderstandWorker:
                     "merged" if spec.variant == "merged" else f"{len(inputs)} inputs"
                 )
                 output["prompt"] = prompt
-                answer_text = _call_with_timeout(
+                answer_text = call_with_timeout(
                     lambda: system.understand(inputs, prompt), self.timeout
                 )
-        except _Hung:
+        except CallTimedOut:
             self.system = None  # the hung call may still hold it; build a fresh one next time
             return self._err(task, "timeout", f"no answer within {self.timeout} s", "timeout")
         except SystemOutputError as exc:

@@ -32,6 +32,7 @@ import numpy as np
 
 from voxeval.core.audio import Audio, write_wav
 from voxeval.core.errors import SystemOutputError, VoxevalError
+from voxeval.core.executor import CallTimedOut, call_with_timeout
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore, utc_now
@@ -89,32 +90,6 @@ def _rate_of(system: Any) -> int | None:
     return int(rate) if isinstance(rate, int) and rate > 0 else None
 
 
-class _Hung(Exception):
-    pass
-
-
-def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
-    """Run ``fn`` in a daemon thread; raise ``_Hung`` if it does not return in time."""
-    if timeout is None:
-        return fn()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True, name="voxeval-tts-call")
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
-        raise _Hung()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
 class SynthSlot:
     """One system's synthesizer, built and warmed up on first use; a hang drops it."""
 
@@ -135,12 +110,12 @@ class SynthSlot:
             t0 = time.perf_counter()
             system = REGISTRY.build("synthesize", self.spec)
             if hasattr(system, "load"):
-                _call_with_timeout(system.load, self.timeout)
+                call_with_timeout(system.load, self.timeout)
             t1 = time.perf_counter()
             warm_error = None
             try:
-                _call_with_timeout(lambda: system.synthesize(WARMUP_TEXT), self.timeout)
-            except _Hung:
+                call_with_timeout(lambda: system.synthesize(WARMUP_TEXT), self.timeout)
+            except CallTimedOut:
                 raise
             except Exception as exc:  # a failing warm-up is noted; items will show it
                 warm_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -158,7 +133,7 @@ class SynthSlot:
             }
             if warm_error:
                 self.pending_load["warmup_error"] = warm_error
-        except _Hung:
+        except CallTimedOut:
             self.load_error = TimeoutError(f"load/warm-up exceeded {self.timeout} s")
         except Exception as exc:
             self.load_error = exc
@@ -188,14 +163,14 @@ class SynthSlot:
         t0 = time.perf_counter()
         try:
             if instructions:
-                result = _call_with_timeout(
+                result = call_with_timeout(
                     lambda: system.synthesize(text, instructions=instructions), self.timeout
                 )
             else:
-                result = _call_with_timeout(lambda: system.synthesize(text), self.timeout)
+                result = call_with_timeout(lambda: system.synthesize(text), self.timeout)
             p.compute_s = time.perf_counter() - t0
             p.audio = coerce_audio(result, self.spec, _rate_of(system))
-        except _Hung:
+        except CallTimedOut:
             self.system = None  # the hung call may still hold it
             p.error = error_record(
                 item.id,

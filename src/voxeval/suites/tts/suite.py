@@ -20,7 +20,6 @@ from voxeval.suites.tts.runner import DEFAULT_ASR, DEFAULT_TIMEOUT_S, Models, Un
 
 SUITE_NAME = "tts"
 DEMO_SYSTEMS = ("piper", "espeak-ng:en-us+f3", "espeak-ng:en-us+m7")
-DEMO_EXTRA_SYSTEM = "espeak-ng:en-gb+m3"
 DEFAULT_SCORE_EVAL = "general_quality"
 
 
@@ -474,15 +473,13 @@ def paired_units(store: RunStore) -> dict[str, Any]:
 # -- demo -----------------------------------------------------------------------------------
 
 
-def demo(
-    out: str | Path, *, workers: int = 1, progress: Any = None, quick_extra: bool = True
-) -> RunStore:
-    """Piper and espeak-ng voices (en-us+f3, en-us+m7, and en-gb+m3 with ``quick_extra``)
+def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
+    """Piper and two espeak-ng voices (en-us+f3, en-us+m7)
     on the ``demo`` item set, with the default faster-whisper round trip. ``workers`` is
     accepted for the common demo signature; the TTS pipeline already keeps two threads busy.
     """
     del workers
-    systems = [*DEMO_SYSTEMS, *([DEMO_EXTRA_SYSTEM] if quick_extra else [])]
+    systems = list(DEMO_SYSTEMS)
     bars: dict[str, Any] = {}
 
     def on_start(spec: str, n: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,12 @@ def _stimulus_metrics(path: Path) -> tuple[dict[str, float], str | None]:
 
 
 def validate_quality_metrics(
-    ratings_dir: Path, n_boot: int = 1000, seed: int = 0, screened_only: bool = False
+    ratings_dir: Path,
+    n_boot: int = 1000,
+    seed: int = 0,
+    screened_only: bool = False,
+    max_signals: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Spearman of each automatic quality metric with mean MUSHRA scores.
 
@@ -87,6 +93,8 @@ def validate_quality_metrics(
     ``seed``) over the 16 signals with replacement, recomputing both correlations; resamples
     where a side is constant are skipped (``boot_valid`` counts those kept). A metric constant
     over all stimuli is reported with ``constant: true`` and no correlation.
+    ``max_signals`` keeps the first N signals (sorted ids; a quick look, wider CIs);
+    ``progress(done, total)`` is called after each stimulus.
     """
     reason = dnsmos_unavailable()
     if reason:
@@ -105,8 +113,12 @@ def validate_quality_metrics(
             no_audio.add(r["system_id"])
     errors: list[dict[str, str]] = []
     stimuli: list[dict[str, Any]] = []
-    for key in sorted(paths):
+    keep = sorted({k[0] for k in paths})[:max_signals] if max_signals else None
+    todo = [k for k in sorted(paths) if keep is None or k[0] in keep]
+    for done, key in enumerate(todo, 1):
         m, err = _stimulus_metrics(ratings_dir / paths[key])
+        if progress is not None:
+            progress(done, len(todo))
         if err:
             errors.append({"signal": key[0], "condition": key[1], "reason": err})
             continue
