@@ -35,6 +35,8 @@ class Flaky:
             time.sleep(20)
         if "garbage" in text:
             return {"something": "else"}
+        if "wrong rate" in text:
+            return Audio(self.engine.synthesize(text).samples, 100)
         return self.engine.synthesize(text)
 
     def describe(self) -> dict[str, Any]:

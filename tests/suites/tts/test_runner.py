@@ -146,6 +146,43 @@ def test_failing_python_synthesizer_becomes_error_records(tmp_path: Path) -> Non
     assert store.info()["systems"][f"{FAKES}:flaky"]["loads"] == 2
 
 
+def test_bad_texts_and_a_wrong_rate_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    lines = [
+        ("t-empty", "   "),
+        ("t-long", "word " * 5000),
+        ("t-control", "Ring the bell\x07 twice."),
+        ("t-emoji", "Thanks for calling \U0001f600 goodbye."),
+        ("t-rate", "This one comes back at the wrong rate."),
+        ("t-ok", "The library opens at nine."),
+    ]
+    manifest = tmp_path / "items.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": i,
+                    "text": t,
+                    "labels": {"dimension": "audio_quality", "eval": "general_quality"},
+                }
+            )
+            + "\n"
+            for i, t in lines
+        )
+    )
+    store = run_tts([f"{FAKES}:flaky"], tmp_path / "out", items=str(manifest), asr=None)
+    recs = {i: r for (i, _), r in _records(store).items()}
+    assert set(recs) == {i for i, _ in lines}
+    assert recs["t-empty"]["error"]["kind"] == "input"
+    assert "text" in recs["t-empty"]["error"]["message"]
+    assert "too long: 25000 characters" in recs["t-long"]["error"]["message"]
+    assert "U+0007" in recs["t-control"]["error"]["message"]
+    assert recs["t-emoji"]["status"] == "ok"  # sent: the voice's handling is its result
+    assert recs["t-rate"]["status"] != "ok" and "100" in recs["t-rate"]["error"]["message"]
+    assert recs["t-ok"]["status"] == "ok" and recs["t-ok"]["metrics"]["duration_s"] > 0.5
+    for bad in ("t-empty", "t-long", "t-control", "t-rate"):
+        assert recs[bad]["metrics"] == {}
+
+
 @pytest.mark.slow
 def test_prosody_following_sees_ignored_and_followed_instructions(tmp_path: Path) -> None:
     store = run_tts(

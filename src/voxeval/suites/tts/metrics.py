@@ -321,6 +321,30 @@ def item_metrics(
     return g.metrics, extras
 
 
+MAX_TEXT_CHARS = 20_000
+
+
+def text_problem(text: str | None) -> str | None:
+    """Why ``text`` is not sent to a synthesizer (an ``input`` error record), or None.
+
+    Empty or whitespace-only text; more than ``MAX_TEXT_CHARS`` characters (long-form items
+    are a few thousand); control characters other than tab and newline, unpaired surrogates
+    and unassigned code points (named with their position). Emoji and non-Latin scripts are
+    sent: whether a voice copes with them is the synthesizer's result to record.
+    """
+    import unicodedata
+
+    if text is None or not text.strip():
+        return "item has no text"
+    if len(text) > MAX_TEXT_CHARS:
+        return f"text too long: {len(text)} characters (limit {MAX_TEXT_CHARS})"
+    for i, ch in enumerate(text):
+        cat = unicodedata.category(ch)
+        if (cat == "Cc" and ch not in "\t\n\r") or cat in ("Cs", "Cn"):
+            return f"unsupported character U+{ord(ch):04X} ({cat}) at position {i}"
+    return None
+
+
 def audio_problem(audio: Audio) -> str | None:
     """Why ``audio`` cannot be scored (``empty_audio``), or None.
 
@@ -347,9 +371,11 @@ def to_16k(audio: Audio) -> Audio:
 
 
 __all__ = [
+    "MAX_TEXT_CHARS",
     "METRICS_VERSION",
     "audio_problem",
     "item_metrics",
+    "text_problem",
     "to_16k",
     "word_count",
 ]

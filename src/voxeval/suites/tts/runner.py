@@ -36,7 +36,7 @@ from voxeval.core.executor import CallTimedOut, call_with_timeout
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.suites.tts.metrics import audio_problem, item_metrics, to_16k
+from voxeval.suites.tts.metrics import audio_problem, item_metrics, text_problem, to_16k
 from voxeval.systems.audio_output import EmptyAudioError, coerce_audio
 
 DEFAULT_ASR = "faster-whisper"
@@ -145,8 +145,9 @@ class SynthSlot:
         if item.problem:
             p.error = error_record(item.id, self.spec, unit.repeat, "input", item.problem)
             return p
-        if not item.text or not item.text.strip():
-            p.error = error_record(item.id, self.spec, unit.repeat, "input", "item has no text")
+        bad_text = text_problem(item.text)
+        if bad_text:
+            p.error = error_record(item.id, self.spec, unit.repeat, "input", bad_text)
             return p
         self.ensure()
         if self.load_error is not None:
