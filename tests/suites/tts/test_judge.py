@@ -165,3 +165,42 @@ def test_python_callable_judge(tmp_path: object, clip: Audio) -> None:
     silent = judge.rate(Audio(np.zeros(16000, dtype=np.float32), 16000), QUESTION, SCALE)
     assert silent["status"] == "unparseable"
     assert judge.describe()["system"] == {"name": "listener"}
+
+
+def test_tts_run_with_a_judge_stores_scores_beside_the_metrics(tmp_path: object) -> None:
+    """``tts run --judge``: every item asked its rater question through the chat adapter;
+    answers stored per record and counted in the report (unparseable ones apart)."""
+    from pathlib import Path
+
+    from voxeval.suites.tts.suite import run_tts
+
+    def reply(prompt: str, clips: list) -> str:
+        # deterministic: a longer clip gets a higher score; one answer is unusable
+        seconds = len(clips[0][0]) / clips[0][1]
+        return "no idea" if seconds > 3.5 else f"Score: {2 + int(seconds)}"
+
+    out = Path(str(tmp_path))
+    with FakeOpenAIServer(chat_reply=reply) as server:
+        store = run_tts(
+            ["espeak-ng:en-us+f3"],
+            out,
+            items="demo",
+            only=["phone_numbers", "general_quality"],
+            asr=None,
+            judge=f"openai-compat:{server.base_url}?retries=0&timeout=5",
+            measures=("quality", "rate"),
+        )
+        asked = len([r for r in server.requests if r["path"].endswith("/chat/completions")])
+    recs = [json.loads(x) for x in (store.path / "records.jsonl").read_text().splitlines()]
+    assert recs and asked == len(recs)
+    for r in recs:
+        judge = r["output"]["judge"]
+        assert judge["status"] in ("ok", "unparseable")
+        if judge["status"] == "ok":
+            assert 1 <= judge["score"] <= 5
+        else:
+            assert judge["score"] is None
+    report = json.loads((store.path / "report.json").read_text())
+    blob = json.dumps(report)
+    assert "judge" in blob
+    assert store.info()["config"].get("judge", "").startswith("openai-compat:")

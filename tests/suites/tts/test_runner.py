@@ -264,3 +264,25 @@ def test_score_audio_refuses_bad_lines_with_numbers(tmp_path: Path) -> None:
     msg = str(err.value)
     assert "2" in msg and "3" in msg
     assert not (tmp_path / "runs").exists()
+
+
+def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
+    from voxeval.core.compare import compare_runs
+
+    stores = [
+        run_tts(
+            [spec],
+            tmp_path / spec.replace(":", "_"),
+            items="demo",
+            only=["general_quality", "dates"],
+            asr=None,
+            measures=("quality", "rate"),
+        )
+        for spec in ("espeak-ng:en-us+f3", "espeak-ng:en-us+m7")
+    ]
+    result = compare_runs(stores[0].path, stores[1].path)
+    (cmp,) = result["comparisons"]
+    assert cmp["system_a"] == "espeak-ng:en-us+f3" and cmp["system_b"] == "espeak-ng:en-us+m7"
+    assert cmp["overall"]["n"] >= 2  # the shared scored items (quality; dates need ASR)
+    o = cmp["overall"]
+    assert o["ci_lo"] <= o["diff"] <= o["ci_hi"]

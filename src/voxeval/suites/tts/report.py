@@ -58,6 +58,9 @@ DIMENSION_ORDER = (
 )
 HUMAN_FILE = "human.json"
 VALIDATION_FILE = "validation.json"
+# A system "follows" instructions only if the share of expected directions met can exceed
+# one half (a change in a random direction meets an expected direction about half the time).
+FOLLOWS_SHARE = 0.5
 TOP_K = 5
 WORST_ITEMS = 5
 
@@ -555,6 +558,13 @@ def _instructions_block(
             f"{spec}: this system ignores style instructions - over {block['n_contrasts']} "
             f"contrasts its prosody did not change beyond the dead band on any feature "
             f"(mean |change|: {feats})."
+        )
+    elif block.get("ci_hi") is not None and block["ci_hi"] < FOLLOWS_SHARE:
+        statement = (
+            f"{spec}: prosody differs between the instructed and the neutral readings, but "
+            f"not in the asked directions: {block['met']}/{block['expected']} expected "
+            f"directions met ({block['share']:.0%}, 95 % CI up to {block['ci_hi']:.0%}); "
+            f"no evidence that it follows style instructions."
         )
     else:
         statement = (
@@ -1317,8 +1327,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         else "No automatic dimension was scored.\n"
     )
     out.append("\n### Humans only\n")
+    human_rows = _human_rows(report)
+    if not human_rows:
+        out.append("No humans-only eval in this run's item set.\n")
     out.append(
-        md_table(
+        ""
+        if not human_rows
+        else md_table(
             [
                 "dimension",
                 "eval",
@@ -1327,7 +1342,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 "human score (rater-controlled)",
                 "judge vs human rho",
             ],
-            _human_rows(report),
+            human_rows,
         )
     )
     if report.get("human"):
@@ -1511,8 +1526,11 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
             )
         body.append(bar_chart(dims, series, x_label="dimension score (95 % CI)"))
     body.append("<h3>Humans only</h3>")
+    human_rows = _human_rows(report)
     body.append(
-        table(
+        "<p>No humans-only eval in this run's item set.</p>"
+        if not human_rows
+        else table(
             [
                 "dimension",
                 "eval",
@@ -1521,7 +1539,7 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
                 "human score (rater-controlled)",
                 "judge vs human rho",
             ],
-            _human_rows(report),
+            human_rows,
             left=3,
         )
     )
