@@ -26,7 +26,7 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
     assert demo.parent == tmp_path and demo.name.startswith("demo-")
     report = json.loads((demo / "report.json").read_text())
     assert report["suite"] == "demo"
-    assert [s["suite"] for s in report["sections"]] == ["asr", "duplex"]
+    assert [s["suite"] for s in report["sections"]] == ["asr", "duplex", "tts", "su"]
     asr = report["sections"][0]["report"]
     systems = {s["system"]: s for s in asr["systems"]}
     assert set(systems) == {"faster-whisper", "pocketsphinx"}
@@ -56,6 +56,20 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
     (pair,) = [c for c in comparison["comparisons"] if c["system_a"] == "reference:careful"]
     assert pair["overall"]["diff"] < 0  # careful makes fewer behaviour errors than naive
     assert "Full-duplex" in html
+    # TTS: piper and two espeak voices, every record ok, a profile over the seven dimensions,
+    # and the local voices' deafness to style instructions stated, not hidden
+    tts = next(s for s in report["sections"] if s["suite"] == "tts")["report"]
+    assert {s["system"] for s in tts["systems"]} == {
+        "piper",
+        "espeak-ng:en-us+f3",
+        "espeak-ng:en-us+m7",
+    }
+    assert len(tts["profile"]["dimensions"]) == 7
+    assert "ignores style instructions" in (demo / "report.md").read_text()
+    assert "Text-to-speech" in html
+    # SU: the speaker-verification baseline separates the demo's voices
+    su = next(s for s in report["sections"] if s["suite"] == "su")
+    assert "resemblyzer" in json.dumps(su["report"])
     assert "report:" in proc.stderr  # where the report is, for a human
     # the combined report rebuilds from the folder alone
     again = subprocess.run(
