@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from voxeval.core.errors import BackendUnavailable, SpecError
-from voxeval.core.registry import BackendInfo, Registry
+from voxeval.core.registry import BackendInfo, Registry, lazy_renderers
 from voxeval.core.specs import parse_spec
 
 
@@ -70,3 +72,13 @@ def test_typed_options() -> None:
         parse_spec("x?b=maybe").bool_option("b", True)
     with pytest.raises(SpecError, match="unknown x option"):
         s.check_options({"n", "f"})
+
+
+def test_lazy_renderers_import_the_module_on_first_call() -> None:
+    sys.modules.pop("colorsys", None)
+    entries = lazy_renderers("colorsys", ("rgb_to_hsv", "hsv_to_rgb"))
+    assert list(entries) == ["rgb_to_hsv", "hsv_to_rgb"]
+    assert "colorsys" not in sys.modules
+    assert entries["hsv_to_rgb"](0.0, 0.0, 1.0) == (1.0, 1.0, 1.0)
+    assert "colorsys" in sys.modules
+    assert entries["rgb_to_hsv"].__name__ == "rgb_to_hsv"

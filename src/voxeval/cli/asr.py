@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from voxeval.cli.common import (
     print_result_path,
     progress_bar,
     results_out_option,
+    system_progress,
 )
 
 NORMALIZER_HELP = (
@@ -86,18 +86,8 @@ def run_cmd(
 
     for spec in systems:  # fail fast on unknown backends, before any work
         REGISTRY.backend("transcribe", parse_spec(spec).backend)
-    counts: Counter[str] = Counter()
     with progress_bar(not no_progress) as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_start(spec: str, n: int) -> None:
-            tasks[spec] = progress.add_task(escape(spec), total=n, status="")
-
-        def on_record(rec: Any) -> None:
-            counts[rec.status] += 1
-            bad = sum(v for k, v in counts.items() if k != "ok")
-            progress.update(tasks[rec.system], advance=1, status=f"failed {bad}" if bad else "")
-
+        on_start, on_record = system_progress(progress, status="failed")
         store = run_asr(
             manifest,
             systems,

@@ -9,7 +9,13 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from voxeval.cli.common import manifest_option, print_result_path, progress_bar, results_out_option
+from voxeval.cli.common import (
+    manifest_option,
+    print_result_path,
+    progress_bar,
+    results_out_option,
+    system_progress,
+)
 
 TASK_HELP = (
     "emotion, emotion_compare_segmented, emotion_compare_merged, speaker_match_segmented, "
@@ -150,18 +156,8 @@ def run_cmd(
     """Ask one or more systems every item of the manifest and write the report."""
     from voxeval.suites.su.suite import run_su
 
-    counts: Counter[str] = Counter()
     with progress_bar(not no_progress) as progress:
-        bars: dict[str, Any] = {}
-
-        def on_start(spec: str, n: int) -> None:
-            bars[spec] = progress.add_task(escape(spec), total=n, status="")
-
-        def on_record(rec: Any) -> None:
-            counts[rec.status] += 1
-            bad = sum(v for k, v in counts.items() if k != "ok")
-            progress.update(bars[rec.system], advance=1, status=f"not ok {bad}" if bad else "")
-
+        on_start, on_record = system_progress(progress, status="not ok")
         store = run_su(
             manifest,
             tasks,

@@ -10,7 +10,13 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from voxeval.cli.common import EXIT_FAILED, print_result_path, progress_bar, results_out_option
+from voxeval.cli.common import (
+    EXIT_FAILED,
+    print_result_path,
+    progress_bar,
+    results_out_option,
+    system_progress,
+)
 
 ONLY_HELP = "Keep only these dimensions, evals or item-id globs. Repeatable."
 
@@ -18,20 +24,6 @@ ONLY_HELP = "Keep only these dimensions, evals or item-id globs. Repeatable."
 @click.group()
 def tts() -> None:
     """Text-to-speech suite: seven dimensions, automatic metrics, judge and human studies."""
-
-
-def _progress_callbacks(progress: Any, counts: Counter[tuple[str, str]]) -> tuple[Any, Any]:
-    tasks: dict[str, Any] = {}
-
-    def on_start(spec: str, n: int) -> None:
-        tasks[spec] = progress.add_task(escape(spec), total=n, status="")
-
-    def on_record(rec: Any) -> None:
-        counts[(rec.system, rec.status)] += 1
-        bad = sum(v for (s, st), v in counts.items() if s == rec.system and st != "ok")
-        progress.update(tasks[rec.system], advance=1, status=f"failed {bad}" if bad else "")
-
-    return on_start, on_record
 
 
 def _check_specs(systems: tuple[str, ...], asr: str | None, judge: str | None) -> None:
@@ -113,9 +105,8 @@ def run_cmd(
 
     asr_spec = None if asr.lower() in ("none", "") else asr
     _check_specs(systems, asr_spec, judge)
-    counts: Counter[tuple[str, str]] = Counter()
     with progress_bar(not no_progress) as progress:
-        on_start, on_record = _progress_callbacks(progress, counts)
+        on_start, on_record = system_progress(progress, status="failed")
         store = run_tts(
             systems,
             out,
@@ -168,9 +159,8 @@ def score_audio_cmd(
 
     asr_spec = None if asr.lower() in ("none", "") else asr
     _check_specs((), asr_spec, judge)
-    counts: Counter[tuple[str, str]] = Counter()
     with progress_bar(not no_progress) as progress:
-        on_start, on_record = _progress_callbacks(progress, counts)
+        on_start, on_record = system_progress(progress, status="failed")
         store = score_audio(
             manifest,
             out,

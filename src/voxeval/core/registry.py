@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -67,6 +67,23 @@ class SuiteInfo:
     report: Callable[..., Any] | None = None
     paired_units: Callable[..., Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+RENDERERS = ("render_markdown", "render_html", "render_html_body")
+
+
+def lazy_renderers(module: str, names: Sequence[str] = RENDERERS) -> dict[str, Callable[..., Any]]:
+    """``SuiteInfo.extras`` entries for the same-named functions of ``module`` (e.g. a suite's
+    render module), which is imported only when one of them is first called."""
+
+    def lazy(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    return {name: lazy(name) for name in names}
 
 
 BUILTIN_BACKENDS: list[BackendInfo] = [

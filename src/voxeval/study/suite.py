@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from voxeval.core.registry import SuiteInfo
+from voxeval.core.registry import SuiteInfo, lazy_renderers
 
 
 def _report(store: Any, **options: Any) -> Any:
@@ -17,22 +17,13 @@ def _report(store: Any, **options: Any) -> Any:
     return build_report(store, **options)
 
 
-def _md(report: Any) -> str:
-    from voxeval.study.analysis import render_markdown
-
-    return render_markdown(report)
-
-
-def _html(report: Any, store: Any = None) -> str:
-    from voxeval.study.analysis import render_html
-
-    return render_html(report, store)
-
-
 SUITE = SuiteInfo(
     name="study",
     description="Human rating studies: rater-controlled system means, reliability, rater QC, "
     "dimensions and judges vs humans",
     report=_report,
-    extras={"render_markdown": _md, "render_html": _html, "title": "Rating study"},
+    extras={
+        **lazy_renderers("voxeval.study.analysis", ("render_markdown", "render_html")),
+        "title": "Rating study",
+    },
 )

@@ -190,6 +190,29 @@ def _build(capability: str, spec: str) -> Any:
     return REGISTRY.build(capability, spec)
 
 
+def _build_and_load(system: Any, capability: str) -> tuple[Any, list[str]]:
+    """``system`` (built from a spec string) after its ``load()``, or the problems that stop
+    the check: the build or ``load()`` raised, or one of ``load``, the capability's method and
+    ``describe`` is missing."""
+    if isinstance(system, str):
+        try:
+            system = _build(capability, system)
+        except Exception as exc:
+            return system, [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
+    problems = [
+        f"missing method {a}()"
+        for a in ("load", capability, "describe")
+        if not callable(getattr(system, a, None))
+    ]
+    if problems:
+        return system, problems
+    try:
+        system.load()
+    except Exception as exc:
+        return system, [f"load() raised {type(exc).__name__}: {exc}"]
+    return system, []
+
+
 CHECK_TEXT = "Please call me back at five five five, one two three four, before noon."
 _MAX_SECONDS_PER_CHAR = 0.5  # a very slow reader: 0.5 s per character is far beyond speech
 _MIN_RATE, _MAX_RATE = 8_000, 192_000
@@ -213,22 +236,9 @@ def check_synthesizer(
     """
     from voxeval.core.audio import Audio, rms_dbfs
 
-    if isinstance(system, str):
-        try:
-            system = _build("synthesize", system)
-        except Exception as exc:
-            return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
-    problems = [
-        f"missing method {a}()"
-        for a in ("load", "synthesize", "describe")
-        if not callable(getattr(system, a, None))
-    ]
+    system, problems = _build_and_load(system, "synthesize")
     if problems:
         return problems
-    try:
-        system.load()
-    except Exception as exc:
-        return [f"load() raised {type(exc).__name__}: {exc}"]
     calls: list[tuple[str, dict[str, Any]]] = [
         ("plain", {"voice": voice}),
         ("instructed", {"voice": voice, "instructions": "Say it calmly and slowly."}),
@@ -312,22 +322,9 @@ def check_understander(
     """
     from voxeval.core.audio import Audio
 
-    if isinstance(system, str):
-        try:
-            system = _build("understand", system)
-        except Exception as exc:
-            return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
-    problems = [
-        f"missing method {a}()"
-        for a in ("load", "understand", "describe")
-        if not callable(getattr(system, a, None))
-    ]
+    system, problems = _build_and_load(system, "understand")
     if problems:
         return problems
-    try:
-        system.load()
-    except Exception as exc:
-        return [f"load() raised {type(exc).__name__}: {exc}"]
     if audio_parts is None:
         audio_parts = [
             Audio(speechlike_signal(16_000), 16_000),

@@ -8,7 +8,7 @@ from typing import Any
 
 from voxeval.core.items import file_sha256, load_manifest
 from voxeval.core.records import Record
-from voxeval.core.registry import SuiteInfo
+from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
 
@@ -153,6 +153,7 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     ``progress`` is a rich ``Progress`` (or None): data-building steps are logged on its
     console and each system gets a bar.
     """
+    from voxeval.cli.common import system_progress
     from voxeval.suites.asr.demo_data import build_demo_dataset
 
     def say(message: str) -> None:
@@ -162,37 +163,8 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     data_dir = Path(out) / "_demo_data" / "asr"
     manifest = build_demo_dataset(data_dir, progress=say)
     systems = ["faster-whisper", "pocketsphinx"]
-    bars: dict[str, Any] = {}
-
-    def on_start(spec: str, n: int) -> None:
-        if progress is not None:
-            from rich.markup import escape
-
-            bars[spec] = progress.add_task(escape(f"asr {spec}"), total=n, status="")
-
-    def on_record(rec: Record) -> None:
-        if progress is not None:
-            progress.advance(bars[rec.system])
-
+    on_start, on_record = system_progress(progress, "asr ")
     return run_asr(manifest, systems, out, workers=workers, on_start=on_start, on_record=on_record)
-
-
-def _render_markdown(report: dict[str, Any]) -> str:
-    from voxeval.suites.asr.render import render_markdown
-
-    return render_markdown(report)
-
-
-def _render_html(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.asr.render import render_html
-
-    return render_html(report, store)
-
-
-def _render_html_body(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.asr.render import render_html_body
-
-    return render_html_body(report, store)
 
 
 SUITE = SuiteInfo(
@@ -202,9 +174,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        "render_markdown": _render_markdown,
-        "render_html": _render_html,
-        "render_html_body": _render_html_body,
+        **lazy_renderers("voxeval.suites.asr.render"),
         "title": "ASR robustness",
     },
 )

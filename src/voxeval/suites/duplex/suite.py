@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.registry import SuiteInfo
+from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore
 
 
@@ -19,24 +19,6 @@ def _paired_units(store: RunStore, **options: Any) -> dict[str, Any]:
     from voxeval.suites.duplex.report import paired_units
 
     return paired_units(store, **options)
-
-
-def _md(report: dict[str, Any]) -> str:
-    from voxeval.suites.duplex.render import render_markdown
-
-    return render_markdown(report)
-
-
-def _html(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.duplex.render import render_html
-
-    return render_html(report, store)
-
-
-def _html_body(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.duplex.render import render_html_body
-
-    return render_html_body(report, store)
 
 
 DEMO_AGENTS = ("reference:careful", "reference:naive")
@@ -80,9 +62,7 @@ SUITE = SuiteInfo(
     paired_units=_paired_units,
     demo=demo,
     extras={
-        "render_markdown": _md,
-        "render_html": _html,
-        "render_html_body": _html_body,
+        **lazy_renderers("voxeval.suites.duplex.render"),
         "title": "Full-duplex turn-taking",
     },
 )

@@ -118,6 +118,7 @@ def build_demo_data(out: str | Path, log: Any = None) -> Path:
 
 def run_demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
     """Build the data under ``out/_demo_data/su`` and run both specialists on it."""
+    from voxeval.cli.common import system_progress
     from voxeval.suites.su.suite import run_su
     from voxeval.suites.su.tasks import EVALS
 
@@ -126,18 +127,7 @@ def run_demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunS
             progress.console.log(f"su demo: {message}")
 
     manifest = build_demo_data(Path(out) / "_demo_data" / "su", log=say)
-    bars: dict[str, Any] = {}
-
-    def on_start(spec: str, n: int) -> None:
-        if progress is not None:
-            from rich.markup import escape
-
-            bars[spec] = progress.add_task(escape(f"su {spec}"), total=n, status="")
-
-    def on_record(rec: Any) -> None:
-        if progress is not None:
-            progress.advance(bars[rec.system])
-
+    on_start, on_record = system_progress(progress, "su ")
     return run_su(
         manifest,
         list(EVALS),

@@ -33,7 +33,7 @@ from typing import Any
 from voxeval.core.errors import InputError
 from voxeval.core.items import file_sha256, load_manifest
 from voxeval.core.records import Record
-from voxeval.core.registry import SuiteInfo
+from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.su.parse import PARSER_VERSION
 from voxeval.suites.su.prompts import PROMPTS_VERSION
@@ -178,24 +178,6 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     return run_demo(out, workers=workers, progress=progress)
 
 
-def _render_markdown(report: dict[str, Any]) -> str:
-    from voxeval.suites.su.report import render_markdown
-
-    return render_markdown(report)
-
-
-def _render_html(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.su.report import render_html
-
-    return render_html(report, store)
-
-
-def _render_html_body(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.su.report import render_html_body
-
-    return render_html_body(report, store)
-
-
 SUITE = SuiteInfo(
     name=SUITE_NAME,
     description="Speech understanding: emotion, relative emotion, speaker match, synthetic speech",
@@ -203,9 +185,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        "render_markdown": _render_markdown,
-        "render_html": _render_html,
-        "render_html_body": _render_html_body,
+        **lazy_renderers("voxeval.suites.su.report"),
         "title": "Speech understanding",
     },
 )

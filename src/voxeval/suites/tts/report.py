@@ -1124,6 +1124,11 @@ def _rawcell(v: Mapping[str, Any]) -> str:
     return f"{fmt(v['value'])} {_ci(v.get('ci_lo'), v.get('ci_hi'))}"
 
 
+def _identity_rows(conditions: list[dict[str, Any]]) -> list[list[Any]]:
+    """Identity-under-stress table rows: condition, cosine to the anchor, CI, n."""
+    return [[r["condition"], r["cosine"], _ci(r["ci_lo"], r["ci_hi"]), r["n"]] for r in conditions]
+
+
 def _artifact_rows(s: Mapping[str, Any]) -> list[list[Any]]:
     rows = []
     for g in s["groups"]:
@@ -1390,10 +1395,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             out.append(
                 md_table(
                     ["condition", "cosine", "95% CI", "n"],
-                    [
-                        [r["condition"], r["cosine"], _ci(r["ci_lo"], r["ci_hi"]), r["n"]]
-                        for r in idr
-                    ],
+                    _identity_rows(idr),
                 )
             )
         lf = s["long_form"]
@@ -1599,10 +1601,7 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
             body.append(
                 table(
                     ["condition", "cosine to anchor", "95% CI", "n"],
-                    [
-                        [x["condition"], x["cosine"], _ci(x["ci_lo"], x["ci_hi"]), x["n"]]
-                        for x in idr
-                    ],
+                    _identity_rows(idr),
                 )
             )
         lf = s["long_form"]

@@ -13,7 +13,7 @@ from typing import Any
 from voxeval.core.errors import InputError, ManifestError
 from voxeval.core.items import Item
 from voxeval.core.records import Record
-from voxeval.core.registry import SuiteInfo
+from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.tts.metrics import METRICS_VERSION
 from voxeval.suites.tts.runner import DEFAULT_ASR, DEFAULT_TIMEOUT_S, Models, Unit, run_units
@@ -478,42 +478,15 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     on the ``demo`` item set, with the default faster-whisper round trip. ``workers`` is
     accepted for the common demo signature; the TTS pipeline already keeps two threads busy.
     """
+    from voxeval.cli.common import system_progress
+
     del workers
     systems = list(DEMO_SYSTEMS)
-    bars: dict[str, Any] = {}
-
-    def on_start(spec: str, n: int) -> None:
-        if progress is not None:
-            from rich.markup import escape
-
-            bars[spec] = progress.add_task(escape(f"tts {spec}"), total=n, status="")
-
-    def on_record(rec: Record) -> None:
-        if progress is not None and rec.system in bars:
-            progress.advance(bars[rec.system])
-
+    on_start, on_record = system_progress(progress, "tts ")
     return run_tts(systems, out, items="demo", on_start=on_start, on_record=on_record)
 
 
-# -- renderers ------------------------------------------------------------------------------
-
-
-def _render_markdown(report: dict[str, Any]) -> str:
-    from voxeval.suites.tts.report import render_markdown
-
-    return render_markdown(report)
-
-
-def _render_html(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.tts.report import render_html
-
-    return render_html(report, store)
-
-
-def _render_html_body(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.suites.tts.report import render_html_body
-
-    return render_html_body(report, store)
+# -- registration ---------------------------------------------------------------------------
 
 
 SUITE = SuiteInfo(
@@ -523,9 +496,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        "render_markdown": _render_markdown,
-        "render_html": _render_html,
-        "render_html_body": _render_html_body,
+        **lazy_renderers("voxeval.suites.tts.report"),
         "title": "Text-to-speech",
     },
 )
