@@ -168,6 +168,34 @@ def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]
     return items
 
 
+def read_json_objects(
+    path: str | Path,
+) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:
+    """The JSON objects of a JSONL file with their line numbers, and the lines that are not
+    one (``(line, reason)``: not UTF-8, not JSON, not an object). Blank lines are skipped;
+    an unreadable file is an ``InputError``."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[tuple[int, str]] = []
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append((lineno, f"not a JSON line: {exc}"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((lineno, "expected a JSON object"))
+            continue
+        rows.append((lineno, obj))
+    return rows, problems
+
+
 def write_manifest(items: list[Item], path: str | Path) -> None:
     """Write items as JSONL (UTF-8, one object per line)."""
     with open(path, "w", encoding="utf-8") as fh:

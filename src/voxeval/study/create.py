@@ -86,24 +86,12 @@ class CreateResult:
 
 
 def _read_items_jsonl(path: Path) -> list[Source]:
-    problems: list[tuple[int, str]] = []
+    from voxeval.core.items import read_json_objects
+
     seen: dict[str, int] = {}
     out: list[Source] = []
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append((lineno, f"not a JSON line: {exc}"))
-            continue
-        if not isinstance(obj, dict):
-            problems.append((lineno, "expected a JSON object"))
-            continue
+    rows, problems = read_json_objects(path)
+    for lineno, obj in rows:
         ident, system = obj.get("id"), obj.get("system")
         if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
             problems.append((lineno, "needs an 'id' (string)"))
@@ -165,7 +153,7 @@ def _read_items_jsonl(path: Path) -> list[Source]:
             src.say, src.voice = say, voice
         out.append(src)
     if problems:
-        raise ManifestError(str(path), problems)
+        raise ManifestError(str(path), sorted(problems))
     if not out:
         raise InputError(f"{path}: no items")
     return out

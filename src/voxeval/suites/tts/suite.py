@@ -208,26 +208,11 @@ def _write_reports(store: RunStore) -> None:
 
 
 def _read_audio_manifest(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    problems: list[tuple[int, str]] = []
-    rows: list[tuple[int, dict[str, Any]]] = []
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read manifest {path}: {exc}") from None
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append((lineno, f"not a JSON line: {exc}"))
-            continue
-        if not isinstance(obj, dict):
-            problems.append((lineno, "expected a JSON object"))
-            continue
-        rows.append((lineno, obj))
+    from voxeval.core.items import read_json_objects
+
+    rows, problems = read_json_objects(path)
     if problems:
-        raise ManifestError(str(path), problems)
+        raise ManifestError(str(path), sorted(problems))
     if not rows:
         raise InputError(f"{path}: no lines")
     return rows
