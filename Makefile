@@ -4,45 +4,69 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 OUT ?= runs
+# The inner-loop tier: no real models, no real processes or sockets, no browser, no Ray.
+FAST := not slow and not live and not browser and not ray
 
-.PHONY: setup demo test check lint format typecheck bench clean system-deps
+.PHONY: setup setup-dev demo test test-fast check lint format typecheck bench bench-feedback clean system-deps system-deps-test
 
-# System packages (espeak-ng voices, fluidsynth + GM soundfont for music beds, Chromium for the
-# rating app's browser test). Optional:
-# voxeval degrades without them; installed when we are root and apt-get exists.
-system-deps:
-	@if ! command -v espeak-ng >/dev/null || ! command -v fluidsynth >/dev/null || [ ! -f /usr/share/sounds/sf2/FluidR3_GM.sf2 ] || ! command -v chromium >/dev/null; then \
+# apt-get install of the named Debian packages when one is missing and we are root (else a note).
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
-	    echo "installing espeak-ng fluidsynth fluid-soundfont-gm chromium (apt)"; \
+	    echo "installing$$missing (apt)"; \
 	    (apt-get update -qq || true) >/dev/null 2>&1; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng fluidsynth fluid-soundfont-gm chromium >/dev/null 2>&1 \
-	      || echo "warning: apt-get install failed; demo uses piper voices and the built-in music synth, the browser test skips"; \
-	  else echo "note: espeak-ng/fluidsynth/chromium missing and not root; demo uses fallbacks, the browser test skips"; fi; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1 \
+	      || echo "warning: apt-get install$$missing failed; $(2)"; \
+	  else echo "note:$$missing missing and not root; $(2)"; fi; \
 	fi
+endef
+
+# System packages the demo uses (espeak-ng voices, fluidsynth + GM soundfont for music beds).
+# Optional: voxeval degrades without them.
+system-deps:
+	$(call apt_install,espeak-ng fluidsynth fluid-soundfont-gm,the demo uses piper voices and the built-in music synth)
+
+# What only the tests need: Chromium for the rating app's browser test.
+system-deps-test: system-deps
+	$(call apt_install,chromium,the browser test skips)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned to the local CPU wheel, so the `speaker` extra's range installs nothing more
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[all,speaker,dev]'
+	$(BIN)/python -m pip install -q -e '.[all,speaker]'
 	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
 	# setuptools); the maintained wheel provides the same module
 	$(BIN)/python -m pip install -q --force-reinstall --no-deps webrtcvad-wheels
 	touch $(STAMP)
 
+# The test and lint tools on top of the runtime (the `dev` extra).
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[all,speaker,dev]'
+	touch $(DEV_STAMP)
+
 setup: system-deps $(STAMP)
+
+setup-dev: system-deps-test $(DEV_STAMP)
 
 demo: setup
 	$(BIN)/voxeval demo --out $(OUT)
 
-test: setup
+# Everything, every tier. The CPU-light tests run on both cores (pytest-xdist); the tiers
+# that time real processes and sockets or load real models run alone afterwards.
+test: setup-dev
 	$(BIN)/python -m pytest -q
 
-check: setup lint typecheck test
+test-fast: setup-dev
+	$(BIN)/python -m pytest -q -m "$(FAST)"
 
-lint:
+check: setup-dev lint typecheck test
+
+lint: setup-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
@@ -50,11 +74,15 @@ format:
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
 
-typecheck:
+typecheck: setup-dev
 	$(BIN)/mypy src/voxeval
 
-bench: setup
+bench: setup-dev
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Times `voxeval demo` and the test tiers and prints them beside the targets.
+bench-feedback: setup-dev
+	$(BIN)/python benchmarks/bench_feedback.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .mypy_cache .ruff_cache .pytest_cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,25 @@ def make_manifest(
 @pytest.fixture
 def data_dir() -> Path:
     return shared_data()
+
+
+# --------------------------------------------------------------------------- tiers
+TIERS = ("slow", "live", "browser", "ray")
+UNMARKED_LIMIT_S = 3.0
+"""A test in no tier that takes longer than this is listed at the end of the run: the fast
+tier (``make test-fast``) must stay within 3 minutes, so such a test belongs in a tier."""
+_unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" or report.duration <= UNMARKED_LIMIT_S:
+        return
+    if not any(t in report.keywords for t in TIERS):
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _unmarked_slow:
+        terminalreporter.section("tests in no tier that took longer than 3 s")
+        for nodeid, seconds in sorted(_unmarked_slow, key=lambda x: -x[1]):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}  (mark it slow or live)")

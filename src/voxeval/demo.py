@@ -22,25 +22,35 @@ def failed_suites(demo_dir: str | Path) -> list[str]:
 
 
 def run_demo(
-    out: str | Path, *, only: list[str] | None = None, workers: int = 1, progress: Any = None
+    out: str | Path,
+    *,
+    only: list[str] | None = None,
+    workers: int = 1,
+    progress: Any = None,
+    full: bool = False,
 ) -> Path:
     """Run the demos, write ``report.{json,md,html}`` and return the demo folder.
 
-    A suite whose demo raises is recorded with its error (``run.json`` ``runs``, a section
-    saying so in the report) and the other suites still run."""
+    ``full``: each suite's larger demo set (``voxeval demo --full``) instead of the quick
+    one that shows each capability once. Each suite's wall time is recorded in ``run.json``
+    ``runs`` and stated in the report. A suite whose demo raises is recorded with its error
+    (``run.json`` ``runs``, a section saying so in the report) and the other suites still
+    run."""
     suites = [s for s in REGISTRY.suites() if s.demo is not None and s.name != "demo"]
     if only:
         unknown = set(only) - {s.name for s in suites}
         if unknown:
             raise InputError(f"no demo for suite(s) {', '.join(sorted(unknown))}")
         suites = [s for s in suites if s.name in only]
-    store = RunStore.create(out, "demo", {"suites": [s.name for s in suites]}, None)
+    size = "full" if full else "quick"
+    store = RunStore.create(out, "demo", {"suites": [s.name for s in suites], "size": size}, None)
     runs: dict[str, Any] = {}
+    started = time.perf_counter()
     for suite in suites:
         t0 = time.perf_counter()
         assert suite.demo is not None
         try:
-            sub = suite.demo(store.path, workers=workers, progress=progress)
+            sub = suite.demo(store.path, workers=workers, progress=progress, full=full)
         except Exception as exc:  # one suite's failure is recorded; the others still run
             runs[suite.name] = {
                 "error": f"{type(exc).__name__}: {exc}",
@@ -54,6 +64,7 @@ def run_demo(
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         store.update_info(runs=runs)
+    store.update_info(seconds=round(time.perf_counter() - started, 1))
     from voxeval.report import finish_run
 
     return finish_run(store).path
@@ -85,6 +96,8 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
         "metrics_version": "demo/1",
         "run_id": store.run_id,
         "generated_at": utc_now(),
+        "size": info.get("config", {}).get("size", "full"),
+        "seconds": info.get("seconds"),
         "systems": sorted(
             {s["system"] for sec in sections for s in sec["report"].get("systems", [])}
         ),
@@ -92,8 +105,22 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
     }
 
 
+def timing_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(section, wall time) rows of the demo's timing table, the total last."""
+    rows = [
+        (str(sec["suite"]), "failed" if sec.get("error") else f"{sec.get('seconds')} s")
+        for sec in report["sections"]
+    ]
+    total = report.get("seconds")
+    rows.append(("total", f"{total} s" if total is not None else "not recorded"))
+    return rows
+
+
 def _render_markdown(report: dict[str, Any]) -> str:
     parts = [f"# voxeval demo `{report['run_id']}`\n"]
+    parts.append(f"Demo size: {report.get('size', 'full')}. Wall time per section:\n")
+    parts.append("| section | wall time |\n|---|---|")
+    parts += [f"| {name} | {t} |" for name, t in timing_rows(report)]
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])
         render = suite.extras.get("render_markdown")
@@ -111,7 +138,13 @@ def _render_markdown(report: dict[str, Any]) -> str:
 def _render_html(report: dict[str, Any], store: RunStore) -> str:
     from voxeval.report.html import esc, page
 
-    body = []
+    rows = "".join(
+        f"<tr><td>{esc(name)}</td><td>{esc(t)}</td></tr>" for name, t in timing_rows(report)
+    )
+    body = [
+        f"<p class='muted'>Demo size: {esc(report.get('size', 'full'))}. Wall time per "
+        f"section:</p><table><tr><th>section</th><th>wall time</th></tr>{rows}</table>"
+    ]
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])
         render = suite.extras.get("render_html_body")

@@ -1,36 +1,76 @@
-"""`voxeval demo` end to end: the embedded data set, both engines, one combined report."""
+"""`voxeval demo` end to end: one real run of the command (module fixture) that every section's
+test reads, the combined report, and a failing suite recorded while the others run."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import REPO
 
 
-@pytest.mark.slow
-def test_demo_writes_combined_report(tmp_path: Path) -> None:
+@dataclass
+class Demo:
+    """One ``voxeval demo`` run (the real command, in a subprocess) that every demo test reads."""
+
+    proc: subprocess.CompletedProcess[str]
+    folder: Path
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return json.loads((self.folder / "report.json").read_text())
+
+    def section(self, suite: str) -> dict[str, Any]:
+        return next(s for s in self.report["sections"] if s["suite"] == suite)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    out = tmp_path_factory.mktemp("demo")
     proc = subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", "demo", "--out", str(tmp_path)],
+        [sys.executable, "-m", "voxeval.cli.main", "demo", "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=1500,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    demo = Path(proc.stdout.strip().splitlines()[-1])
-    assert demo.parent == tmp_path and demo.name.startswith("demo-")
-    report = json.loads((demo / "report.json").read_text())
-    assert report["suite"] == "demo"
+    folder = Path(proc.stdout.strip().splitlines()[-1])
+    assert folder.parent == out and folder.name.startswith("demo-")
+    return Demo(proc, folder)
+
+
+@pytest.mark.slow
+def test_demo_writes_combined_report(demo: Demo) -> None:
+    report = demo.report
+    assert report["suite"] == "demo" and report["size"] == "quick"
     assert [s["suite"] for s in report["sections"]] == ["asr", "duplex", "tts", "su"]
-    asr = report["sections"][0]["report"]
+    assert "report:" in demo.proc.stderr  # where the report is, for a human
+    html = (demo.folder / "report.html").read_text()
+    md = (demo.folder / "report.md").read_text()
+    # the wall time of every section and the total are stated
+    info = json.loads((demo.folder / "run.json").read_text())
+    assert info["seconds"] >= sum(r["seconds"] for r in info["runs"].values())
+    for name, run in info["runs"].items():
+        assert f"| {name} | {run['seconds']} s |" in md
+    assert f"| total | {info['seconds']} s |" in md and "wall time" in html
+    assert "ASR robustness" in html and "<svg" in html and "data:audio/wav;base64," in html
+    assert "Full-duplex" in html and "Text-to-speech" in html
+
+
+@pytest.mark.slow
+def test_demo_asr_section_shows_both_engines_and_the_conditions(demo: Demo) -> None:
+    asr = demo.section("asr")["report"]
     systems = {s["system"]: s for s in asr["systems"]}
     assert set(systems) == {"faster-whisper", "pocketsphinx"}
     assert set(asr["conditions"]) >= {"clean", "background", "channel"}
+    assert 15 <= asr["n_items"] <= 30  # about 20 items: each capability once
     for s in systems.values():
         assert s["status_counts"].get("ok") == asr["n_items"]  # every demo item scored
     clean = {
@@ -43,45 +83,99 @@ def test_demo_writes_combined_report(tmp_path: Path) -> None:
         g["name"] for g in systems["faster-whisper"]["groups"] if g["group"] == "background"
     }
     assert backgrounds == {"noise", "babble", "music"}
-    html = (demo / "report.html").read_text()
-    assert "ASR robustness" in html and "<svg" in html and "data:audio/wav;base64," in html
-    # duplex: the reference agent live, both policies, every category, careful ahead
-    duplex = report["sections"][1]
+
+
+@pytest.mark.slow
+def test_demo_duplex_section_ranks_careful_above_naive(demo: Demo) -> None:
+    """The reference agent live, both policies, five categories, careful ahead."""
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.suite import DEMO_SETS
+
+    duplex = demo.section("duplex")
     dreport = duplex["report"]
     assert {s["system"] for s in dreport["systems"]} == {"reference:careful", "reference:naive"}
-    run_dir = demo / duplex["run_dir"]
+    run_dir = demo.folder / duplex["run_dir"]
+    ids = [json.loads(x)["id"] for x in (run_dir / "items.jsonl").open()]
+    assert ids == [sc.id for sc, _ in load_scenario_set(DEMO_SETS["quick"])]
     cats = {json.loads(x)["labels"]["category"] for x in (run_dir / "items.jsonl").open()}
-    assert len(cats) == 8
+    assert len(cats) == 5
     comparison = json.loads((run_dir / "compare.json").read_text())
     (pair,) = [c for c in comparison["comparisons"] if c["system_a"] == "reference:careful"]
     assert pair["overall"]["diff"] < 0  # careful makes fewer behaviour errors than naive
-    assert "Full-duplex" in html
-    # TTS: piper and two espeak voices, every record ok, a profile over the seven dimensions,
-    # and the local voices' deafness to style instructions stated, not hidden
-    tts = next(s for s in report["sections"] if s["suite"] == "tts")["report"]
+
+
+@pytest.mark.slow
+def test_demo_tts_section_profiles_seven_dimensions(demo: Demo) -> None:
+    """Piper and two espeak voices, every record ok, a profile over the seven dimensions,
+    and the local voices' deafness to style instructions stated, not hidden."""
+    tts = demo.section("tts")["report"]
     assert {s["system"] for s in tts["systems"]} == {
         "piper",
         "espeak-ng:en-us+f3",
         "espeak-ng:en-us+m7",
     }
     assert len(tts["profile"]["dimensions"]) == 7
-    assert "ignores style instructions" in (demo / "report.md").read_text()
-    assert "Text-to-speech" in html
-    # SU: the speaker-verification baseline separates the demo's voices
-    su = next(s for s in report["sections"] if s["suite"] == "su")
-    assert "resemblyzer" in json.dumps(su["report"])
-    assert "report:" in proc.stderr  # where the report is, for a human
-    # the combined report rebuilds from the folder alone
+    assert "ignores style instructions" in (demo.folder / "report.md").read_text()
+    run_dir = demo.folder / demo.section("tts")["run_dir"]
+    statuses = {json.loads(x)["status"] for x in (run_dir / "records.jsonl").open()}
+    assert statuses == {"ok"}
+
+
+@pytest.mark.slow
+def test_demo_su_section_runs_both_baselines(demo: Demo) -> None:
+    """The speaker-verification baseline separates the demo's voices; the humanlikeness
+    baseline ranks; emotion is said to have no offline specialist."""
+    rep = demo.section("su")["report"]
+    by = {s["system"]: s for s in rep["systems"]}
+    spk = by["resemblyzer"]["tasks"]["speaker_match_segmented"]
+    assert spk["n"] > 0 and spk["n_failed"] == 0 and spk["accuracy"] >= 0.7
+    syn = by["dnsmos-human"]["tasks"]["synthetic_detection"]
+    assert syn["n"] > 0 and syn["auc"] is not None
+    rows = {t["task"]: t for t in rep["tasks"]}
+    assert rows["emotion"]["n_test_items"] == 0
+    assert any("No offline specialist" in n for n in rows["emotion"]["notes"])
+    assert any("Piper" in n for n in rows["synthetic_detection"]["notes"])
+    assert [p["family"] for p in rep["paired_variants"]] == ["speaker_match"]
+
+
+@pytest.mark.slow
+def test_demo_report_rebuilds_from_the_folder_alone(demo: Demo) -> None:
+    before = demo.report
     again = subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", "report", str(demo)],
+        [sys.executable, "-m", "voxeval.cli.main", "report", str(demo.folder)],
         capture_output=True,
         text=True,
         cwd=REPO,
     )
-    assert (
-        again.returncode == 0
-        and json.loads((demo / "report.json").read_text())["sections"][0]["report"]["systems"]
-    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    after = demo.report
+    assert after["sections"][0]["report"]["systems"]
+    assert [s["suite"] for s in after["sections"]] == [s["suite"] for s in before["sections"]]
+    assert after["seconds"] == before["seconds"]
+
+
+def test_full_demo_uses_the_larger_sets() -> None:
+    """``voxeval demo --full`` runs the sets the demo ran before the quick ones existed."""
+    from voxeval.suites.asr.suite import QUICK_DEMO
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.suite import DEMO_SETS as DUPLEX_SETS
+    from voxeval.suites.tts.items import load_item_set
+    from voxeval.suites.tts.suite import DEMO_SETS as TTS_SETS
+
+    assert DUPLEX_SETS == {"quick": "quick", "full": "demo"}
+    assert TTS_SETS == {"quick": "quick", "full": "demo"}
+    quick = {sc.id for sc, _ in load_scenario_set("quick")}
+    assert len(quick) == 5 and quick < {sc.id for sc, _ in load_scenario_set("demo")}
+    _, q = load_item_set("quick")
+    _, d = load_item_set("demo")
+    assert 10 <= len(q) <= 16 and {it.id for it in q} < {it.id for it in d}
+    assert {it.dimension for it in q} == {it.dimension for it in d}
+    assert QUICK_DEMO["n_sentences"] < 16  # the full ASR set uses the builder's defaults
+    from click.testing import CliRunner
+
+    from voxeval.cli.main import cli
+
+    assert "--full" in CliRunner().invoke(cli, ["demo", "--help"]).output
 
 
 def test_a_failing_suite_demo_is_recorded_and_the_others_still_run(

@@ -13,13 +13,20 @@ from voxeval.cli.common import print_result_path, results_out_option
 @results_out_option
 @click.option("--only", multiple=True, help="Run only these suites.")
 @click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 16))
-def demo(out: Path, only: tuple[str, ...], workers: int) -> None:
-    """Build demo data for each suite, run it, and write one report with a section per suite."""
+@click.option(
+    "--full",
+    is_flag=True,
+    help="The larger demo sets (several minutes) instead of the quick ones (about a minute).",
+)
+def demo(out: Path, only: tuple[str, ...], workers: int, full: bool) -> None:
+    """Build demo data for each suite, run it, and write one report with a section per suite.
+
+    The quick default shows each capability once; --full runs each suite's larger demo set."""
     from voxeval.cli.common import progress_bar
     from voxeval.demo import failed_suites, run_demo
 
     with progress_bar() as progress:
-        path = run_demo(out, only=list(only), workers=workers, progress=progress)
+        path = run_demo(out, only=list(only), workers=workers, progress=progress, full=full)
     click.echo(f"report: {path / 'report.html'}", err=True)
     failed = failed_suites(path)
     if failed:

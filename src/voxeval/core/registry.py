@@ -56,8 +56,9 @@ class BackendInfo:
 
 @dataclass
 class SuiteInfo:
-    """A suite: ``demo(out, workers=, progress=)`` builds and runs its embedded default into
-    a run directory under ``out`` (progress: a rich Progress or None);
+    """A suite: ``demo(out, workers=, progress=, full=)`` builds and runs its embedded default
+    into a run directory under ``out`` (progress: a rich Progress or None; ``full``: the
+    larger demo set instead of the quick one);
     ``report`` turns a run directory into a report dict; ``paired_units`` gives per-item
     (numerator, denominator) pairs for ``voxeval compare``."""
 

@@ -121,10 +121,17 @@ def speak(text: str, sr: int = SR) -> np.ndarray:
     return _speak_cached(" ".join(text.split()), sr)
 
 
+_warmed = threading.Event()
+
+
 def warm_up() -> None:
-    """Load the ASR and TTS models (once per process) so that no session pays for it."""
+    """Load the ASR and TTS models and run each once (once per process, however many
+    sessions start) so that no session pays for it."""
+    if _warmed.is_set():
+        return
     transcribe(np.zeros(SR, np.float32))
     speak("Hello.")
+    _warmed.set()
 
 
 def speech_versions() -> dict[str, str]:

@@ -147,8 +147,16 @@ def paired_units(store: RunStore, normalizer: str | None = None) -> dict[str, An
     }
 
 
-def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
-    """Build the embedded demo set and run both local engines on it.
+QUICK_DEMO = {"n_sentences": 6, "n_condition_sources": 2, "snrs": (0,), "conversations": 1}
+"""The quick demo set (about 20 items): 6 piper sentences, two per espeak-ng voice, two of
+them under noise, babble and music at 0 dB SNR and through the phone band, and one
+constructed conversation. ``--full`` uses ``build_demo_dataset``'s defaults (72 items)."""
+
+
+def demo(
+    out: str | Path, *, workers: int = 1, progress: Any = None, full: bool = False
+) -> RunStore:
+    """Build the embedded demo set (quick, or the full one) and run both local engines on it.
 
     ``progress`` is a rich ``Progress`` (or None): data-building steps are logged on its
     console and each system gets a bar.
@@ -161,7 +169,8 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
             progress.console.log(f"asr demo: {message}")
 
     data_dir = Path(out) / "_demo_data" / "asr"
-    manifest = build_demo_dataset(data_dir, progress=say)
+    sizes: dict[str, Any] = {} if full else dict(QUICK_DEMO)
+    manifest = build_demo_dataset(data_dir, progress=say, **sizes)
     systems = ["faster-whisper", "pocketsphinx"]
     on_start, on_record = system_progress(progress, "asr ")
     return run_asr(manifest, systems, out, workers=workers, on_start=on_start, on_record=on_record)

@@ -22,12 +22,18 @@ def _paired_units(store: RunStore, **options: Any) -> dict[str, Any]:
 
 
 DEMO_AGENTS = ("reference:careful", "reference:naive")
+DEMO_SETS = {"quick": "quick", "full": "demo"}
+"""Scenario sets of the demo: ``quick`` (five scenarios, five categories) by default, the
+``demo`` set (every category) with ``--full``."""
 
 
-def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
-    """The demo set (one or two scenarios per category) live against the reference agent,
-    both policies as two systems of one run on the virtual clock; the paired comparison of
-    the two (``voxeval compare RUN RUN``) is written into the run as ``compare.{json,md}``.
+def demo(
+    out: str | Path, *, workers: int = 1, progress: Any = None, full: bool = False
+) -> RunStore:
+    """The quick scenario set (or with ``full`` the demo set: one or two scenarios per
+    category) live against the reference agent, both policies as two systems of one run on
+    the virtual clock; the paired comparison of the two (``voxeval compare RUN RUN``) is
+    written into the run as ``compare.{json,md}``.
     """
     import json
 
@@ -35,7 +41,7 @@ def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore
     from voxeval.suites.duplex.live.runner import run_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
-    scenarios = load_scenario_set("demo")
+    scenarios = load_scenario_set(DEMO_SETS["full" if full else "quick"])
     bar: Any = None
     if progress is not None:
         bar = progress.add_task(

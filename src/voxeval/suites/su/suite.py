@@ -172,9 +172,13 @@ def paired_units(store: RunStore, metric: str | None = None) -> dict[str, Any]:
     }
 
 
-def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
+def demo(
+    out: str | Path, *, workers: int = 1, progress: Any = None, full: bool = False
+) -> RunStore:
+    """The SU demo (its own voices, both specialists); quick and full are the same set."""
     from voxeval.suites.su.demo import run_demo
 
+    del full
     return run_demo(out, workers=workers, progress=progress)
 
 

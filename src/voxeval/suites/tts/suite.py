@@ -458,17 +458,26 @@ def paired_units(store: RunStore) -> dict[str, Any]:
 # -- demo -----------------------------------------------------------------------------------
 
 
-def demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
+DEMO_SETS = {"quick": "quick", "full": "demo"}
+"""Item sets of the demo: ``quick`` (one scored item per dimension's evals, 14 items) by
+default, ``demo`` (two per automatic eval, 55 items) with ``--full``."""
+
+
+def demo(
+    out: str | Path, *, workers: int = 1, progress: Any = None, full: bool = False
+) -> RunStore:
     """Piper and two espeak-ng voices (en-us+f3, en-us+m7)
-    on the ``demo`` item set, with the default faster-whisper round trip. ``workers`` is
-    accepted for the common demo signature; the TTS pipeline already keeps two threads busy.
+    on the ``quick`` item set (``full``: the ``demo`` set), with the default faster-whisper
+    round trip. ``workers`` is accepted for the common demo signature; the TTS pipeline
+    already keeps two threads busy.
     """
     from voxeval.cli.common import system_progress
 
     del workers
     systems = list(DEMO_SYSTEMS)
     on_start, on_record = system_progress(progress, "tts ")
-    return run_tts(systems, out, items="demo", on_start=on_start, on_record=on_record)
+    items = DEMO_SETS["full" if full else "quick"]
+    return run_tts(systems, out, items=items, on_start=on_start, on_record=on_record)
 
 
 # -- registration ---------------------------------------------------------------------------
