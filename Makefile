@@ -9,7 +9,7 @@ OUT ?= runs
 # The inner-loop tier: no real models, no real processes or sockets, no browser, no Ray.
 FAST := not slow and not live and not browser and not ray
 
-.PHONY: setup setup-dev demo test test-fast check lint format typecheck bench bench-feedback clean system-deps system-deps-test
+.PHONY: setup setup-dev demo test test-fast coverage check lint format typecheck bench bench-feedback clean system-deps system-deps-test
 
 # apt-get install of the named Debian packages when one is missing and we are root (else a note).
 define apt_install
@@ -56,13 +56,21 @@ setup-dev: system-deps-test $(DEV_STAMP)
 demo: setup
 	$(BIN)/voxeval demo --out $(OUT)
 
-# Everything, every tier. The CPU-light tests run on both cores (pytest-xdist); the tiers
-# that time real processes and sockets or load real models run alone afterwards.
+# Every tier, on both cores: pytest-xdist workers each take whole modules (and the groups of
+# modules that share a session-wide run), longest first.
+XDIST := -n 2 --dist loadgroup
 test: setup-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 test-fast: setup-dev
-	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)"
+
+# Branch coverage of src/voxeval over the whole suite (xdist workers and subprocesses included).
+coverage: setup-dev
+	rm -f .coverage .coverage.*
+	$(BIN)/coverage run -m pytest -q $(XDIST)
+	$(BIN)/coverage combine -q
+	$(BIN)/coverage report --precision=2 | tail -1
 
 check: setup-dev lint typecheck test
 
@@ -85,4 +93,4 @@ bench-feedback: setup-dev
 	$(BIN)/python benchmarks/bench_feedback.py
 
 clean:
-	rm -rf $(VENV) $(OUT) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(OUT) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# OpenMP threads (CTranslate2, onnxruntime's helpers) sleep between parallel regions instead of
+# spinning: with two xdist workers on two cores, a spinning pool steals the other's core.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -75,9 +80,13 @@ UNMARKED_LIMIT_S = 3.0
 """A test in no tier that takes longer than this is listed at the end of the run: the fast
 tier (``make test-fast``) must stay within 3 minutes, so such a test belongs in a tier."""
 _unmarked_slow: list[tuple[str, float]] = []
+_live_unmarked: dict[str, set[str]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == "uses_live" and report.when == "teardown":
+            _live_unmarked[report.nodeid] = set(str(value).split(","))
     if report.when != "call" or report.duration <= UNMARKED_LIMIT_S:
         return
     if not any(t in report.keywords for t in TIERS):
@@ -85,7 +94,81 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _live_unmarked:
+        terminalreporter.section("tests in no live tier that opened sockets or started processes")
+        for nodeid, used in sorted(_live_unmarked.items()):
+            terminalreporter.write_line(f"{nodeid}  ({', '.join(sorted(used))}: mark it live)")
     if _unmarked_slow:
         terminalreporter.section("tests in no tier that took longer than 3 s")
         for nodeid, seconds in sorted(_unmarked_slow, key=lambda x: -x[1]):
             terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}  (mark it slow or live)")
+
+
+# --------------------------------------------------------------------------- xdist groups
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``) every module runs whole on one
+    worker, so module-scoped fixtures (a loaded model, a run several tests read) are built
+    once; a module or test marked ``xdist_group(NAME)`` shares its worker, and so its
+    session-scoped fixtures, with the others of that group. Groups holding a ``slow`` test
+    are collected first, so the long ones start first and the short ones fill in."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+    def group(item: pytest.Item) -> str:
+        return "_".join(sorted(str(m.args[0]) for m in item.iter_markers("xdist_group")))
+
+    slow_groups = {group(it) for it in items if it.get_closest_marker("slow")}
+    items.sort(key=lambda it: group(it) not in slow_groups)  # stable: order kept within
+
+
+# --------------------------------------------------------------------------- live tier check
+
+
+TOOL_PROCESSES = {"espeak-ng", "espeak", "fluidsynth"}
+"""Programs that synthesizers and renderers run as a step of their work (a real model, not a
+live peer): starting them does not make a test ``live``."""
+
+
+@pytest.fixture(autouse=True)
+def _watch_live_use(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Outside the ``live``/``browser``/``ray`` tiers, note a test that binds or connects a
+    real socket or starts a process (it is listed at the end of the run: it belongs in
+    ``live``, which ``make test`` runs alone and ``make test-fast`` leaves out)."""
+    if any(request.node.get_closest_marker(t) for t in ("live", "browser", "ray")):
+        yield
+        return
+    import socket
+    import subprocess
+
+    used: set[str] = set()
+    real_bind, real_connect, real_popen = (
+        socket.socket.bind,
+        socket.socket.connect,
+        subprocess.Popen.__init__,
+    )
+
+    def bind(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            used.add("socket")
+        return real_bind(self, address)
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            used.add("socket")
+        return real_connect(self, address)
+
+    def popen(self: Any, *args: Any, **kwargs: Any) -> Any:
+        argv = args[0] if args else kwargs.get("args")
+        first = argv if isinstance(argv, str) else (next(iter(argv)) if argv else "")
+        if Path(str(first).split()[0] if first else "").name not in TOOL_PROCESSES:
+            used.add("process")
+        return real_popen(self, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "bind", bind)
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
+    yield
+    if used:  # a user property travels to the xdist controller with the test's report
+        request.node.user_properties.append(("uses_live", ",".join(sorted(used))))

@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.live
+
 HEAVY = (
     "numpy",
     "scipy",

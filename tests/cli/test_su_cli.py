@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import REPO, csv_rows, shared_data
 
+pytestmark = pytest.mark.live
+
 H = "python:tests.suites.su.understanders:"
 
 

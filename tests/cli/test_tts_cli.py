@@ -10,6 +10,9 @@ from click.testing import CliRunner
 
 from voxeval.cli.main import cli, main
 
+# one xdist worker for the modules that score the same real audio (the MUSHRA stimuli's DNSMOS scores, computed once per worker)
+pytestmark = pytest.mark.xdist_group("dnsmos-mushra")
+
 FIX = Path(__file__).resolve().parents[1] / "suites" / "tts" / "fixtures"
 
 

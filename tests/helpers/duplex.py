@@ -47,3 +47,34 @@ def cut_in_scenario(scenario_id: str, at_ms: int, **over: Any) -> Scenario:
     }
     doc.update(over)
     return Scenario.model_validate(doc)
+
+
+def default_set_run(tmp_path_factory: pytest.TempPathFactory, agent: str) -> Any:
+    """``agent`` over the whole default scenario set (virtual clock, zero compute, seed 0),
+    run once per test session and read by every module that asks (fault injection, the
+    ranking, the turn layer): a ``RunStore``. Rendered audio goes to the session's shared
+    render cache."""
+    from tests.helpers.shared import shared_dir
+    from voxeval.core.runstore import RunStore
+    from voxeval.suites.duplex.live.runner import run_scenarios
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+
+    def build(folder: Any) -> None:
+        scenarios = load_scenario_set("default")
+        cache = render_cache(tmp_path_factory)
+        run_scenarios(scenarios, agent, folder, compute="zero", cache_dir=cache, seed=0)
+
+    key = "default-set-" + agent.replace(":", "_").replace("+", "_").replace("=", "_")
+    folder = shared_dir(tmp_path_factory, key, build)
+    (run_dir,) = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return RunStore.open(run_dir)
+
+
+def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The session's content-keyed render cache (synthesized scenario speech), shared by
+    every module and worker; writes are atomic, so concurrent renders are safe."""
+    from tests.helpers.shared import session_root
+
+    path = session_root(tmp_path_factory) / "render-cache"
+    path.mkdir(exist_ok=True)
+    return path

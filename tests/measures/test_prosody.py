@@ -78,6 +78,7 @@ def _median_f0_by_speaker(folder: str, path_filter: str = "") -> dict[str, list[
     return out
 
 
+@pytest.mark.slow
 def test_female_librispeech_speakers_are_higher_than_male() -> None:
     by = _median_f0_by_speaker("speaker")
     fem = {k: float(np.median(v)) for k, v in by.items() if "gender=F" in k}

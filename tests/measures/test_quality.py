@@ -14,6 +14,9 @@ from tests.conftest import shared_data
 from voxeval.core.audio import Audio, load_audio
 from voxeval.measures import quality as q
 
+# one xdist worker for the modules that score the same real audio (the real-vs-vocoded clips' DNSMOS scores, computed once per worker)
+pytestmark = pytest.mark.xdist_group("dnsmos-lj")
+
 
 def _sine(db_peak: float, seconds: float, sr: int, freq: float = 997.0) -> np.ndarray:
     t = np.arange(int(seconds * sr)) / sr

@@ -65,6 +65,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.duplex import default_set_run, render_cache
 from voxeval.core.runstore import RunStore
 from voxeval.reference.policy import SWITCHES
 from voxeval.stats.intervals import wilson_interval
@@ -421,20 +422,24 @@ def default_ids() -> list[str]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     _needs_speech_stack()
-    return Runs(tmp_path_factory.mktemp("runs"), tmp_path_factory.mktemp("render-cache"))
+    return Runs(tmp_path_factory.mktemp("runs"), render_cache(tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
-def careful(runs: Runs) -> RunStore:
-    """The careful baseline over the default set (every scenario a switch uses is in it)."""
+def careful(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> RunStore:
+    """The careful baseline over the default set (every scenario a switch uses is in it),
+    shared with the other modules of the session (the turn layer reads its ledgers)."""
     ids = set(default_ids())
     assert {s for inj in INJECTIONS for s in inj.scenarios} <= ids
-    return runs.run("reference:careful", ids)
+    store: RunStore = default_set_run(tmp_path_factory, "reference:careful")
+    assert {json.loads(x)["id"] for x in (store.path / "items.jsonl").open()} == ids
+    return store
 
 
 @pytest.fixture(scope="module")
-def naive(runs: Runs) -> RunStore:
-    return runs.run("reference:naive", default_ids())
+def naive(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> RunStore:
+    store: RunStore = default_set_run(tmp_path_factory, "reference:naive")
+    return store
 
 
 # --------------------------------------------------------------------------- tests
@@ -452,6 +457,7 @@ def test_every_failure_switch_is_injected() -> None:
         assert (inj.value is not None) == (not isinstance(SWITCHES[inj.switch].naive, bool))
 
 
+@pytest.mark.xdist_group("reference-careful")
 @pytest.mark.parametrize("inj", INJECTIONS, ids=[inj.switch for inj in INJECTIONS])
 def test_switch_is_caught_by_its_metric_and_nothing_else_moves(
     inj: Injection, runs: Runs, careful: RunStore
@@ -503,7 +509,7 @@ METRICS = ("acceptance", "behaviour", "task")
 
 
 @pytest.fixture(scope="module")
-def ranking(careful: RunStore, naive: RunStore) -> Ranking:
+def ranking(naive: RunStore, careful: RunStore) -> Ranking:
     """``voxeval compare``'s engine (``compare_runs``) on the two runs, once per metric."""
     from voxeval.core.compare import compare_runs
 
@@ -531,8 +537,9 @@ def ranking(careful: RunStore, naive: RunStore) -> Ranking:
     return Ranking(comparisons, "\n".join(lines))
 
 
+@pytest.mark.xdist_group("reference-ranking")
 def test_careful_never_ranks_below_naive(
-    ranking: Ranking, careful: RunStore, naive: RunStore, tmp_path: Path
+    ranking: Ranking, naive: RunStore, careful: RunStore, tmp_path: Path
 ) -> None:
     """On the default set careful's error rate is at most naive's in every category for every
     paired metric and lower overall, and ``voxeval compare`` reports the paired differences
@@ -582,6 +589,7 @@ def test_careful_never_ranks_below_naive(
         assert f"[{g['ci_lo']:.4f}, {g['ci_hi']:.4f}]" in line, line
 
 
+@pytest.mark.xdist_group("reference-ranking")
 def test_careful_ranks_above_naive_in_every_category(ranking: Ranking) -> None:
     """Issue 4's criterion: in every category careful has fewer errors per judged outcome
     (acceptance unit) and the 95 % CI of the paired difference lies below zero."""

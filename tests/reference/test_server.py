@@ -44,6 +44,8 @@ from voxeval.systems.duplex.realtime_protocol import (
 
 pytest.importorskip("websockets")
 
+pytestmark = pytest.mark.live
+
 SR = 16_000
 WIRE_FRAME = np.zeros(480, np.int16)  # 20 ms at 24 kHz
 

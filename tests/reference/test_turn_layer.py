@@ -14,27 +14,26 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.duplex import default_set_run
 from tests.reference.test_fault_injection import _needs_speech_stack
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-careful")]
 
 SCENARIOS = ("backchannel-mm-hmm-right", "interruption-2s", "normal-turns-pause-1200ms")
 
 
 @pytest.fixture(scope="module")
 def ledgers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """The ledgers of the careful agent's session-wide run over the default set (the run the
+    fault-injection tests read; virtual clock, zero compute, seed 0)."""
     _needs_speech_stack()
-    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-
-    out = tmp_path_factory.mktemp("turn-layer")
-    scenarios = select_scenarios(load_scenario_set("default"), list(SCENARIOS))
-    store = run_scenarios(scenarios, "reference:careful", out, compute="zero", seed=0)
+    store = default_set_run(tmp_path_factory, "reference:careful")
     found: dict[str, list[dict[str, Any]]] = {}
     bundles = Path(store.path) / "bundles"
-    for path in bundles.rglob("events.jsonl"):
+    for name in SCENARIOS:
+        (path,) = (bundles / name).rglob("events.jsonl")
         lines = path.read_text(encoding="utf-8").splitlines()
-        scenario = path.relative_to(bundles).parts[0]
-        found[scenario] = [json.loads(line) for line in lines if line.strip()]
-    assert sorted(found) == sorted(SCENARIOS)
+        found[name] = [json.loads(line) for line in lines if line.strip()]
     return found
 
 

@@ -124,6 +124,7 @@ def test_edge_cases() -> None:
 # -- 100,000 generated ratings in bounded memory -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_100k_ratings_bounded_memory() -> None:
     sim = simulate_ratings(
         n_systems=50, n_raters=1000, items_per_system=200, raters_per_item=10, seed=0
@@ -171,6 +172,7 @@ def _assert_matches_statsmodels(score, system, rater, item) -> None:  # type: ig
     assert fit.var_resid == pytest.approx(float(ref.scale), rel=1e-3)
 
 
+@pytest.mark.slow
 def test_matches_statsmodels_on_bvcc_subset() -> None:
     d = bvcc()
     keep = set(sorted(set(d["system"]))[:6])

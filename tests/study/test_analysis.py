@@ -196,6 +196,7 @@ def test_report_on_the_codec_mushra_ratings(tmp_path: Path) -> None:
         assert ev_a["systems"] == ev_b["systems"] and ev_a["reliability"] == ev_b["reliability"]
 
 
+@pytest.mark.slow
 def test_bvcc_trainset_report_with_an_independent_panel_as_judge(tmp_path: Path) -> None:
     """VMC2024 (sarulab) re-rated BVCC utterances with another listener panel; its MOS plays
     the judge here (2,556 TRAINSET utterances of 86 systems). Measured: the two panels agree

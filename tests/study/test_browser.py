@@ -23,6 +23,8 @@ from tests.study.helpers import (
 )
 from voxeval.study.create import create_study
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",

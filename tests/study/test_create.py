@@ -186,6 +186,7 @@ def test_raters_default_and_too_few(tmp_path: Path) -> None:
     assert not any(p.name.startswith(".") for p in (tmp_path / "out").iterdir())
 
 
+@pytest.mark.live
 def test_bad_questions_and_items_are_reported(tmp_path: Path) -> None:
     items = write_items(tmp_path / "items.jsonl", n_signals=1)
     bad_q = write_questions(
@@ -224,6 +225,7 @@ def test_bad_questions_and_items_are_reported(tmp_path: Path) -> None:
     assert r.returncode == 2 and "broken.jsonl:2" in r.stderr
 
 
+@pytest.mark.live
 def test_cli_prints_the_study_folder_last(tmp_path: Path) -> None:
     items = write_items(tmp_path / "items.jsonl", n_signals=2)
     q = write_questions(tmp_path / "q.yaml")
@@ -293,6 +295,8 @@ def duplex_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return runs[0], runs[1]
 
 
+@pytest.mark.live
+@pytest.mark.slow
 def test_pairwise_study_from_two_duplex_runs(
     duplex_runs: tuple[Path, Path], tmp_path: Path
 ) -> None:

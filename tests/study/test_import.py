@@ -28,6 +28,7 @@ def write_csv(path: Path, header: str, rows: list[str]) -> Path:
     return path
 
 
+@pytest.mark.live
 def test_bad_rows_are_reported_with_lines_and_skipped(study_dir: Path, tmp_path: Path) -> None:
     study = study_json(study_dir)
     single = next(i for i in study["items"] if i["kind"] == "single")
@@ -84,6 +85,7 @@ def test_bad_rows_are_reported_with_lines_and_skipped(study_dir: Path, tmp_path:
     assert r.returncode == 2
 
 
+@pytest.mark.live
 def test_file_level_problems_exit_2(study_dir: Path, tmp_path: Path) -> None:
     no_cols = write_csv(tmp_path / "a.csv", "rater,item,score", ["a,b,1"])
     with pytest.raises(InputError, match="system, eval"):
@@ -131,6 +133,7 @@ def test_export_round_trip_and_revisions(study_dir: Path, tmp_path: Path) -> Non
         store.close()
 
 
+@pytest.mark.live
 def test_new_minimal_study_from_real_mushra_ratings(tmp_path: Path) -> None:
     src = DATA / "ratings" / "neural_codec_mushra" / "ratings_long.csv"
     if not src.is_file():

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.study.helpers import (
     Served,
@@ -18,6 +19,8 @@ from tests.study.helpers import (
 )
 from voxeval.study.create import create_study
 from voxeval.study.store import StudyStore
+
+pytestmark = pytest.mark.live
 
 
 def tasks_of(study_dir: Path, rater: str) -> list[str]:

@@ -24,6 +24,8 @@ from tests.study.helpers import (
 )
 from voxeval.study.create import create_study
 
+pytestmark = pytest.mark.live
+
 SYSTEM_WORDS = ("lyra", "audiodec", "_trap", "stim_0", ".flac", "neural_codec")
 
 

@@ -32,6 +32,8 @@ from voxeval.study.store import (
     subjective_preferences,
 )
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture
 def mixed_study(tmp_path: Path) -> Path:

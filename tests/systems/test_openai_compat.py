@@ -23,6 +23,8 @@ from voxeval.systems.openai_compat import APIStatusError, OpenAICompatTranscribe
 from voxeval.systems.openai_speech import OpenAICompatSynthesizer
 from voxeval.systems.testing import check_transcriber, check_understander
 
+pytestmark = pytest.mark.live
+
 try:
     from fake_openai_server import FakeOpenAIServer, clip_digest
 except ImportError:  # tests laid out as packages

@@ -50,6 +50,7 @@ def test_longer_text_gives_longer_audio(joe: PiperSynthesizer) -> None:
     assert long.duration > 3 * short.duration
 
 
+@pytest.mark.slow
 def test_repeatable_by_default(joe: PiperSynthesizer) -> None:
     a = joe.synthesize(TEXT)
     b = joe.synthesize(TEXT)
@@ -73,6 +74,7 @@ def test_zero_noise_is_deterministic_without_seeding() -> None:
     assert s.synthesize(TEXT).samples.tobytes() == s.synthesize(TEXT).samples.tobytes()
 
 
+@pytest.mark.slow
 def test_length_scale_slows_speech(joe: PiperSynthesizer) -> None:
     slow = build("piper?length_scale=1.5&noise_w=0").synthesize(TEXT)
     normal = build("piper?noise_w=0").synthesize(TEXT)

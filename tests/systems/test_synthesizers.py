@@ -77,6 +77,7 @@ def test_piper_conforms() -> None:
     assert system.sample_rate == 22050
 
 
+@pytest.mark.live
 @needs_espeak
 def test_openai_compat_conforms_against_fake_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)

@@ -14,6 +14,8 @@ from voxeval.core.audio import load_audio, rms_dbfs
 from voxeval.systems.base import Transcript, Word
 from voxeval.systems.testing import check_transcriber, speechlike_signal
 
+pytestmark = pytest.mark.live
+
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -8,6 +8,7 @@ words were spoken, whether prosody or emotion fit the text, or speaker identity.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
@@ -40,6 +41,12 @@ def dnsmos_unavailable() -> str | None:
     return None
 
 
+_DNSMOS_MEMO_MAX = 4096
+_dnsmos_memo: dict[bytes, dict[str, float]] = {}
+"""Scores by the exact 16 kHz samples: the same audio scored twice in a process (a TTS run
+and its validation, an SU baseline on clips a TTS run made) is computed once."""
+
+
 def _model() -> Any:
     """The speechmos DNSMOS object (primary sig/bak/ovrl + P.808 onnx sessions), built once."""
     global _dnsmos_model
@@ -63,7 +70,8 @@ def dnsmos(audio: Audio) -> dict[str, float]:
     The input is resampled to 16 kHz and clipped to [-1, 1]; clips shorter than 9.01 s are
     repeated to that length and longer clips are scored in 9.01 s windows with a 1 s hop and
     averaged (speechmos' procedure). The onnx models ship inside the speechmos package and are
-    loaded once per process; onnxruntime sessions may be called from several threads.
+    loaded once per process; onnxruntime sessions may be called from several threads. Scores
+    are remembered per process by the exact resampled samples (the models are deterministic).
 
     What DNSMOS can judge: it was trained on human P.835/P.808 ratings of real, noisy and
     noise-suppressed speech, so it reacts to background noise, reverberation, band limitation
@@ -78,8 +86,18 @@ def dnsmos(audio: Audio) -> dict[str, float]:
         raise ValueError(f"audio too short for DNSMOS ({x.size / DNSMOS_SR:.3f} s < 0.1 s)")
     if not np.all(np.isfinite(x)):
         raise ValueError("audio has NaN or infinite samples")
+    key = hashlib.sha1(x.tobytes()).digest()
+    with _lock:
+        hit = _dnsmos_memo.get(key)
+    if hit is not None:
+        return dict(hit)
     out = _model()(x, DNSMOS_SR, False)
-    return {k: float(out[k]) for k in ("ovrl_mos", "sig_mos", "bak_mos", "p808_mos")}
+    scores = {k: float(out[k]) for k in ("ovrl_mos", "sig_mos", "bak_mos", "p808_mos")}
+    with _lock:
+        if len(_dnsmos_memo) >= _DNSMOS_MEMO_MAX:
+            _dnsmos_memo.clear()
+        _dnsmos_memo[key] = scores
+    return dict(scores)
 
 
 # ----------------------------------------------------------------------------- levels

@@ -145,6 +145,7 @@ class ReferenceAgent(AgentBase):
         jumps = self.policy.jumps_into_pauses
         self.endpoint_ms = float(endpoint_ms) if endpoint_ms else (250.0 if jumps else 700.0)
         self.incomplete_ms = self.endpoint_ms if jumps else float(incomplete_endpoint_ms)
+        self._memo = False
         from voxeval.reference.speech import warm_up
 
         warm_up()  # model loading is not the agent's latency
@@ -168,6 +169,9 @@ class ReferenceAgent(AgentBase):
 
         self.session = session
         self.sr = session.sample_rate
+        # compute not charged: a repeated utterance's text may be reused (same output, no
+        # session time either way); charged, every transcription is paid for again
+        self._memo = session.compute == "zero"
         if self.sr != 16_000:
             raise ValueError("the reference agent listens at 16 kHz")
         if session.scenario is not None:
@@ -379,7 +383,7 @@ class ReferenceAgent(AgentBase):
 
         if len(self.heard) > 1:
             self.heard = [np.concatenate(self.heard)]
-        return first_words(self.heard[0][utt.start_sample : end])
+        return first_words(self.heard[0][utt.start_sample : end], memo=self._memo)
 
     def _transcribe(self, utt: _Utterance, end: int | None) -> str:
         """Text of ``utt`` up to sample ``end`` (None: all heard), piece by piece."""
@@ -394,7 +398,7 @@ class ReferenceAgent(AgentBase):
         for a, b in itertools.pairwise(bounds):
             key = (a, b)
             if key not in utt.piece_texts:
-                utt.piece_texts[key] = transcribe(audio[a:b])
+                utt.piece_texts[key] = transcribe(audio[a:b], memo=self._memo)
             texts.append(utt.piece_texts[key])
         return " ".join(t for t in texts if t).strip()
 

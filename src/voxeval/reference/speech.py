@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 from functools import lru_cache
@@ -41,7 +42,7 @@ ASR_PROMPT = (
 """Whisper's initial prompt: the desk's vocabulary (a deployed agent would do the same)."""
 ASR_SPEC = "faster-whisper?prompt=" + ASR_PROMPT.replace(" ", "+").replace(",", "%2C")
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 class StreamingVAD:
@@ -79,23 +80,47 @@ def _asr() -> Any:
     return model
 
 
-def transcribe(audio: np.ndarray) -> str:
-    """Text of 16 kHz float32 ``audio`` (empty for silence or very short audio)."""
-    x = np.asarray(audio, dtype=np.float32).reshape(-1)
-    if x.size < SR // 10:
-        return ""
-    with _lock:  # one CTranslate2 model per process, used by one session at a time
-        return str(_asr().transcribe(x).text).strip()
+_MEMO_MAX = 4096
+_memo: dict[tuple[str, bytes], str] = {}
 
 
-def first_words(audio: np.ndarray) -> str:
-    """The first words of a short stretch of 16 kHz float32 ``audio`` (the barge-in check):
-    Whisper on the audio plus 1 s instead of a 30 s window, at most 8 tokens."""
-    x = np.asarray(audio, dtype=np.float32).reshape(-1)
-    if x.size < SR // 10:
-        return ""
+def _memoized(kind: str, x: np.ndarray, compute: Any, memo: bool) -> str:
+    """``compute(x)``, remembered per process by the exact samples when ``memo`` (decoding is
+    deterministic, so a remembered text is the text the model would give again)."""
+    if not memo:
+        with _lock:
+            return str(compute(x))
+    key = (kind, hashlib.sha1(x.tobytes()).digest())
     with _lock:
-        return str(_asr().first_words(x))
+        hit = _memo.get(key)
+        if hit is None:
+            hit = str(compute(x))
+            if len(_memo) >= _MEMO_MAX:
+                _memo.clear()
+            _memo[key] = hit
+        return hit
+
+
+def transcribe(audio: np.ndarray, *, memo: bool = False) -> str:
+    """Text of 16 kHz float32 ``audio`` (empty for silence or very short audio).
+
+    ``memo``: reuse the text of identical audio transcribed before in this process; only for
+    sessions whose compute is not charged (it would make a repeated utterance free)."""
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if x.size < SR // 10:
+        return ""
+    # one CTranslate2 model per process, used by one session at a time
+    return _memoized("text", x, lambda a: _asr().transcribe(a).text.strip(), memo)
+
+
+def first_words(audio: np.ndarray, *, memo: bool = False) -> str:
+    """The first words of a short stretch of 16 kHz float32 ``audio`` (the barge-in check):
+    Whisper on the audio plus 1 s instead of a 30 s window, at most 8 tokens. ``memo`` as
+    for :func:`transcribe`."""
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if x.size < SR // 10:
+        return ""
+    return _memoized("first", x, lambda a: _asr().first_words(a), memo)
 
 
 @lru_cache(maxsize=1)

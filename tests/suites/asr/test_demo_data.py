@@ -91,6 +91,7 @@ def test_other_seed_changes_the_constructed_audio(tmp_path: Path) -> None:
     assert x.shape != y.shape or not np.array_equal(x, y)
 
 
+@pytest.mark.slow
 def test_without_espeak_uses_piper_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo_data, "find_espeak", lambda *a: None)
     items = load_manifest(build(tmp_path))

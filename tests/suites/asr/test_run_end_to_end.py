@@ -12,12 +12,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
 from tests.conftest import REPO, make_manifest
 from voxeval.cli.main import cli
 from voxeval.core.runstore import RunStore
+
+pytestmark = pytest.mark.live
 
 ENGINE = "python:tests.helpers.engines:slow?delay=0"
 

@@ -105,6 +105,7 @@ def test_panel_of_prediction_files_runs_consensus_audit(tmp_path: Path) -> None:
     assert "Consensus dissent" in html
 
 
+@pytest.mark.live
 def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path) -> None:
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech",), limit=3)
     secret = "sk-test-very-secret-123"

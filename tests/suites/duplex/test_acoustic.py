@@ -573,6 +573,7 @@ def test_detector_info_names_package_and_version() -> None:
         detector_info("nope")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("detector", ["silero", "webrtc", "energy"])
 def test_reported_measured_error_matches_a_fresh_measurement(detector: str) -> None:
     """The error every report states (MEASURED_EDGE_ERROR) is what the kit measures now."""

@@ -7,6 +7,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from voxeval.suites.duplex.ledger import (
     EventWriter,
     order_by_causality,
@@ -76,6 +78,7 @@ def test_read_is_lazy(tmp_path: Path) -> None:
     assert line == 1 and isinstance(first, Event)
 
 
+@pytest.mark.slow
 def test_streaming_read_of_200k_lines_keeps_memory_bounded(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     template = make("tts.chunk", "agent", 0, response_id="r1", data={"bytes": 640}).model_dump(

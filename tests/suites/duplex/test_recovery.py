@@ -203,6 +203,7 @@ def _history_updated(action: str | None, heard: float | None) -> Callable[[list[
     return inject(("history.updated", a1["end_s"] + 0.05, {"response_id": "r-a1", "data": data}))
 
 
+@pytest.mark.slow
 def test_history_updated_heard_point_and_expected_action(tmp_path: Path) -> None:
     def bundle(name: str, action: str | None, heard: float | None, expected: str) -> Path:
         b = build_bundle(tmp_path / name, D02, transform=_history_updated(action, heard))

@@ -14,6 +14,8 @@ import pytest
 
 from tests.suites.duplex.test_bundle import L3, build_bundle, invoke, kit
 
+pytestmark = pytest.mark.browser
+
 LONG_ID = "d02-bargein-" + "x" * 180
 """A session id too long to wrap: the sessions table gets wider than any page."""
 

@@ -478,6 +478,7 @@ def test_cli_exit_codes_and_format(tmp_path: Path) -> None:
     assert runner.invoke(duplex, ["validate"]).exit_code == 2
 
 
+@pytest.mark.live
 def test_duplex_cli_help_imports_nothing_heavy() -> None:
     import subprocess
     import sys

@@ -15,6 +15,8 @@ from voxeval.suites.su.pairs import build_pairs
 from voxeval.suites.su.prompts import separator_audio
 from voxeval.suites.su.suite import run_su
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture(scope="module")
 def pairs(speaker_manifest: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:

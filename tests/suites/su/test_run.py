@@ -69,6 +69,7 @@ def test_unparseable_counted_not_scored(pairs: Path, tmp_path: Path) -> None:
     assert "<table>" in (store.path / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_errors_and_timeouts_are_records(pairs: Path, tmp_path: Path) -> None:
     store = run_su(
         pairs,

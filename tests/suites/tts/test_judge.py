@@ -13,6 +13,8 @@ from tests.systems.fake_openai_server import FakeOpenAIServer
 from voxeval.core.audio import Audio, load_audio
 from voxeval.suites.tts.judge import JUDGE_PROMPT_VERSION, Judge, build_prompt, parse_score
 
+pytestmark = pytest.mark.live
+
 SCALE = {"min": 1, "max": 5}
 QUESTION = "How natural does this voice sound?"
 SECRET = "sk-judge-0123456789abcdefSECRET"

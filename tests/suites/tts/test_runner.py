@@ -146,6 +146,8 @@ def test_failing_python_synthesizer_becomes_error_records(tmp_path: Path) -> Non
     assert store.info()["systems"][f"{FAKES}:flaky"]["loads"] == 2
 
 
+@pytest.mark.live
+@pytest.mark.slow
 def test_bad_texts_and_a_wrong_rate_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     lines = [
         ("t-empty", "   "),
@@ -266,6 +268,8 @@ def test_score_audio_refuses_bad_lines_with_numbers(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.live
+@pytest.mark.slow
 def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
     from voxeval.core.compare import compare_runs
 

@@ -27,6 +27,8 @@ from voxeval.systems.duplex.realtime_protocol import (
     server_session,
 )
 
+pytestmark = pytest.mark.live
+
 DIALECTS = ("ga", "beta")
 
 

@@ -39,6 +39,8 @@ from voxeval.suites.duplex.schema import Scenario
 from voxeval.systems.duplex.realtime_protocol import pcm16_to_b64
 from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
 
+pytestmark = pytest.mark.live
+
 pytest.importorskip("websockets")
 
 SR = 16_000

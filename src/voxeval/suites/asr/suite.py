@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,16 @@ def demo(
     manifest = build_demo_dataset(data_dir, progress=say, **sizes)
     systems = ["faster-whisper", "pocketsphinx"]
     on_start, on_record = system_progress(progress, "asr ")
-    return run_asr(manifest, systems, out, workers=workers, on_start=on_start, on_record=on_record)
+    # PocketSphinx holds the GIL: one process per core (at least two) keeps both cores busy
+    return run_asr(
+        manifest,
+        systems,
+        out,
+        workers=max(workers, min(2, os.cpu_count() or 1)),
+        executor="process",
+        on_start=on_start,
+        on_record=on_record,
+    )
 
 
 SUITE = SuiteInfo(

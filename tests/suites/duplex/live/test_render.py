@@ -400,6 +400,7 @@ def test_cli_render_writes_wavs_and_an_index(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "Shipped sets" in bad.output
 
 
+@pytest.mark.live
 def test_render_help_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"

@@ -167,6 +167,7 @@ def test_render_and_agent_failures_are_error_records(tmp_path: Path) -> None:
     assert "no scenario matches" in err
 
 
+@pytest.mark.live
 def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
     import sys
 

@@ -31,6 +31,8 @@ from voxeval.suites.duplex.live.selfcheck import (
     pacing_summary,
 )
 
+pytestmark = pytest.mark.live
+
 SR = 16_000
 
 

@@ -72,6 +72,10 @@ class SessionInfo:
     expected actions or the business truth (they are the exam, not the brief)."""
     clock: Literal["virtual", "real"] = "virtual"
     route: str = "direct"
+    compute: Literal["charged", "zero"] | None = None
+    """On the virtual clock: whether the agent's compute is charged to the clock (None on the
+    real clock). With ``zero`` nothing the agent computes costs session time, so a
+    deterministic agent may reuse results it computed before (the outputs are the same)."""
 
 
 @dataclass(frozen=True)

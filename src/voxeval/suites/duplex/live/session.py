@@ -644,6 +644,7 @@ class _Session:
             scenario=self.sc,
             clock=self.cfg.clock,
             route=self.cfg.route,
+            compute=self.cfg.compute if self.cfg.clock == "virtual" else None,
         )
         for p in PRODUCERS:
             real = self.cfg.clock == "real"
