@@ -57,8 +57,9 @@ demo: setup
 	$(BIN)/voxeval demo --out $(OUT)
 
 # Every tier, on both cores: pytest-xdist workers each take whole modules (and the groups of
-# modules that share a session-wide run), longest first.
-XDIST := -n 2 --dist loadgroup
+# modules that share a session-wide run), longest first (xdist would otherwise reorder the
+# groups by their number of tests, which starts the long few-test groups last).
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 test: setup-dev
 	$(BIN)/python -m pytest -q $(XDIST)
 
