@@ -16,7 +16,7 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.option(
     "--full",
     is_flag=True,
-    help="The larger demo sets (several minutes) instead of the quick ones (about a minute).",
+    help="The larger demo sets (several minutes) instead of the quick ones (about three minutes here).",
 )
 def demo(out: Path, only: tuple[str, ...], workers: int, full: bool) -> None:
     """Build demo data for each suite, run it, and write one report with a section per suite.

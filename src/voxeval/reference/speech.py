@@ -42,7 +42,7 @@ ASR_PROMPT = (
 """Whisper's initial prompt: the desk's vocabulary (a deployed agent would do the same)."""
 ASR_SPEC = "faster-whisper?prompt=" + ASR_PROMPT.replace(" ", "+").replace(",", "%2C")
 
-_lock = threading.RLock()
+_lock = threading.Lock()
 
 
 class StreamingVAD:
