@@ -57,7 +57,19 @@ def _model() -> Any:
             from speechmos import dnsmos as sm
 
             base = os.path.dirname(os.path.abspath(sm.__file__))
-            _dnsmos_model = sm.DNSMOS(
+            import onnxruntime as ort
+
+            from voxeval.core.onnx import session_options
+
+            class _DNSMOS(sm.DNSMOS):
+                """speechmos' scorer with its two sessions made with voxeval's options."""
+
+                def __init__(self, primary: str, p808: str) -> None:
+                    self.primary_model_path = primary
+                    self.onnx_sess = ort.InferenceSession(primary, session_options())
+                    self.p808_onnx_sess = ort.InferenceSession(p808, session_options())
+
+            _dnsmos_model = _DNSMOS(
                 os.path.join(base, "dnsmos_models", "sig_bak_ovr.onnx"),
                 os.path.join(base, "dnsmos_models", "model_v8.onnx"),
             )

@@ -175,6 +175,8 @@ class PiperSynthesizer:
     def _new_session(self, seed: int | None) -> Any:
         try:
             import onnxruntime as ort
+
+            from voxeval.core.onnx import session_options
         except ImportError:
             raise BackendUnavailable(f"onnxruntime is missing: {INSTALL_HINT}") from None
         with _SEED_LOCK:
@@ -182,7 +184,7 @@ class PiperSynthesizer:
                 ort.set_seed(seed)
             return ort.InferenceSession(
                 str(self.model_path),
-                sess_options=ort.SessionOptions(),
+                sess_options=session_options(),
                 providers=["CPUExecutionProvider"],
             )
 
