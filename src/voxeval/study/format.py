@@ -314,8 +314,10 @@ def load_questions(path: Path) -> Questions:
     """Read and validate the questions YAML; ``InputError`` lists every problem."""
     import yaml
 
+    from voxeval.core import yamlload
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yamlload.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"questions file not found: {path}") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

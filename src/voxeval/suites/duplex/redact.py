@@ -682,9 +682,11 @@ def _read_business(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The parsed document, or None with the reason it cannot be checked."""
     import yaml
 
+    from voxeval.core import yamlload
+
     try:
         text = path.read_text(encoding="utf-8")
-        doc = yaml.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
+        doc = yamlload.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         return None, f"cannot be parsed ({type(exc).__name__}): not checked for personal data"
     if not isinstance(doc, dict):

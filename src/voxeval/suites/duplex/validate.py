@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from voxeval.core import yamlload
 from voxeval.core.errors import InputError
 from voxeval.suites.duplex.ledger import read_events
 from voxeval.suites.duplex.schema import (
@@ -155,7 +156,7 @@ _SKIPPED = "skipped:"
 # --------------------------------------------------------------------------- YAML with lines
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yamlload.SafeLoader):  # type: ignore[misc,valid-type]
     """Safe loader that keeps dates as written (``2026-08-10`` stays a string)."""
 
 

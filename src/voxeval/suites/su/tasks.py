@@ -336,9 +336,9 @@ def _vocabulary_file(path: str) -> Vocabulary:
         if p.suffix == ".json":
             data = json.loads(text)
         else:
-            import yaml
+            from voxeval.core import yamlload
 
-            data = yaml.safe_load(text)
+            data = yamlload.safe_load(text)
     except Exception as exc:
         raise InputError(f"vocabulary file {p} is not valid: {exc}") from None
     labels = data.get("labels") if isinstance(data, dict) else None

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import yaml
 
+from voxeval.core import yamlload
 from voxeval.core.errors import InputError, ManifestError
 from voxeval.core.items import Item
 
@@ -190,8 +191,8 @@ def _read_yaml(path: Path) -> tuple[Any, dict[int, int]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read item file {path}: {exc}") from exc
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yamlload.compose(text)
+        data = yamlload.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 0

@@ -37,8 +37,10 @@ def _is_scenario_yaml(path: Path) -> bool:
     """A YAML mapping with ``segments`` (matrices and other YAML are not scenarios)."""
     import yaml
 
+    from voxeval.core.yamlload import safe_load
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return True  # let the loader report it with its line
     return isinstance(data, dict) and "segments" in data

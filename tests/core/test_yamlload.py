@@ -1,0 +1,40 @@
+"""The fast YAML loader reads every shipped YAML file exactly as PyYAML's own safe loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from voxeval.core import yamlload
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "voxeval"
+
+
+def test_libyaml_is_used_when_pyyaml_has_it() -> None:
+    expected = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    assert yamlload.SafeLoader is expected
+
+
+def test_shipped_yaml_files_load_the_same_with_the_same_line_marks() -> None:
+    by_folder: dict[Path, list[Path]] = {}
+    for path in sorted(SRC.rglob("*.yaml")):  # the first two of each folder: every kind
+        by_folder.setdefault(path.parent, []).append(path)
+    files = [p for paths in by_folder.values() for p in paths[:2]]
+    assert len(files) >= 6, files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert yamlload.safe_load(text) == yaml.safe_load(text), path
+        fast, slow = yamlload.compose(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        assert fast is not None and slow is not None
+        assert (fast.start_mark.line, fast.end_mark.line) == (
+            slow.start_mark.line,
+            slow.end_mark.line,
+        ), path
+
+
+def test_a_syntax_error_is_a_yaml_error_with_its_line() -> None:
+    with pytest.raises(yaml.MarkedYAMLError) as err:
+        yamlload.safe_load("a: 1\nb: [2, 3\nc: 4\n")
+    assert err.value.problem_mark is not None and err.value.problem_mark.line >= 1
