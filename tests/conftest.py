@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# OpenMP threads (CTranslate2, onnxruntime's helpers) sleep between parallel regions instead of
-# spinning: with two xdist workers on two cores, a spinning pool steals the other's core.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Idle OpenMP (CTranslate2) and OpenBLAS threads sleep instead of spinning, as in the voxeval
+# command: with two xdist workers on two cores, a spinning pool steals the other's core.
+from voxeval.core.threads import quiet_thread_pools
+
+quiet_thread_pools()
+
+
+def _run_first_use_probes() -> None:
+    """Probes libraries run once per process on first use, here at collection so that the
+    live-tier check below blames no test for them: ``platform.processor()`` runs ``uname
+    -p``, and importing urllib3 (requests, speechmos) binds ``::1`` to test for IPv6."""
+    import contextlib
+    import platform
+
+    platform.processor()
+    with contextlib.suppress(ImportError):
+        import urllib3  # noqa: F401
+
+
+_run_first_use_probes()
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

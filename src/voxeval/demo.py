@@ -6,7 +6,11 @@ runs inside it, and ``voxeval report DEMO_DIR`` rebuilds the combined report fro
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +32,20 @@ def run_demo(
     workers: int = 1,
     progress: Any = None,
     full: bool = False,
+    serial: bool = False,
 ) -> Path:
     """Run the demos, write ``report.{json,md,html}`` and return the demo folder.
 
     ``full``: each suite's larger demo set (``voxeval demo --full``) instead of the quick
-    one that shows each capability once. Each suite's wall time is recorded in ``run.json``
-    ``runs`` and stated in the report. A suite whose demo raises is recorded with its error
-    (``run.json`` ``runs``, a section saying so in the report) and the other suites still
-    run."""
+    one that shows each capability once. By default the demos run side by side on two
+    lanes: this process runs the ``demo_priority`` suites (whose numbers are wall-clock
+    latencies) at normal priority, a second process runs the others at low priority (nice
+    10), longest first, and this process takes what is left once its own are done; so speed
+    figures (RTFx, synthesis time) of the low-priority demos are measured under shared load.
+    ``serial``: one demo after another in this process (``run.json`` ``schedule``).
+    Each suite's wall time is recorded in ``run.json`` ``runs`` and stated in the report. A
+    suite whose demo raises is recorded with its error (``run.json`` ``runs``, a section
+    saying so in the report) and the other suites still run."""
     suites = [s for s in REGISTRY.suites() if s.demo is not None and s.name != "demo"]
     if only:
         unknown = set(only) - {s.name for s in suites}
@@ -43,31 +53,160 @@ def run_demo(
             raise InputError(f"no demo for suite(s) {', '.join(sorted(unknown))}")
         suites = [s for s in suites if s.name in only]
     size = "full" if full else "quick"
-    store = RunStore.create(out, "demo", {"suites": [s.name for s in suites], "size": size}, None)
+    schedule = "serial" if serial or len(suites) < 2 else "parallel"
+    config = {"suites": [s.name for s in suites], "size": size, "schedule": schedule}
+    store = RunStore.create(out, "demo", config, None)
     runs: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def record(name: str, result: dict[str, Any]) -> None:
+        with lock:
+            runs[name] = result
+            store.update_info(runs={s.name: runs[s.name] for s in suites if s.name in runs})
+        if result.get("error") and progress is not None:
+            progress.console.log(f"{name} demo failed: {result['error']}")
+
     started = time.perf_counter()
-    for suite in suites:
-        t0 = time.perf_counter()
-        assert suite.demo is not None
-        try:
-            sub = suite.demo(store.path, workers=workers, progress=progress, full=full)
-        except Exception as exc:  # one suite's failure is recorded; the others still run
-            runs[suite.name] = {
-                "error": f"{type(exc).__name__}: {exc}",
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-            if progress is not None:
-                progress.console.log(f"{suite.name} demo failed: {type(exc).__name__}: {exc}")
-        else:
-            runs[suite.name] = {
-                "run_dir": sub.path.name,
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-        store.update_info(runs=runs)
+    if schedule == "serial":
+        for suite in suites:
+            record(suite.name, _run_suite_demo(suite.name, store.path, workers, progress, full))
+    else:
+        _run_two_lanes(suites, store.path, workers, progress, full, record)
     store.update_info(seconds=round(time.perf_counter() - started, 1))
     from voxeval.report import finish_run
 
     return finish_run(store).path
+
+
+def _run_suite_demo(
+    name: str, out: Path, workers: int, progress: Any, full: bool
+) -> dict[str, Any]:
+    """One suite's demo into ``out``: ``{"run_dir", "seconds"}`` or ``{"error", "seconds"}``."""
+    suite = REGISTRY.suite(name)
+    assert suite.demo is not None
+    t0 = time.perf_counter()
+    try:
+        sub = suite.demo(out, workers=workers, progress=progress, full=full)
+    except Exception as exc:  # one suite's failure is recorded; the others still run
+        return {"error": f"{type(exc).__name__}: {exc}", "seconds": _since(t0)}
+    return {"run_dir": sub.path.name, "seconds": _since(t0)}
+
+
+def _since(t0: float) -> float:
+    return round(time.perf_counter() - t0, 1)
+
+
+def _run_two_lanes(
+    suites: list[SuiteInfo],
+    out: Path,
+    workers: int,
+    progress: Any,
+    full: bool,
+    record: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """The parallel schedule of ``run_demo``: priority suites here, the others longest first
+    on a low-priority process (a thread here feeds it one suite at a time) and here once
+    this process is free."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    pending = deque(
+        sorted((s for s in suites if not s.demo_priority), key=lambda s: -s.demo_seconds)
+    )
+    mine = [s for s in suites if s.demo_priority]
+    take = threading.Lock()
+
+    def next_pending() -> SuiteInfo | None:
+        with take:
+            return pending.popleft() if pending else None
+
+    ctx = mp.get_context("spawn")  # no fork of a process whose threads hold locks
+    events: Any = ctx.Queue() if progress is not None else None
+    relay = threading.Thread(target=_apply_progress, args=(events, progress), daemon=True)
+    if events is not None:
+        relay.start()
+
+    def background() -> None:
+        with ProcessPoolExecutor(
+            1, mp_context=ctx, initializer=_background_init, initargs=(events,)
+        ) as pool:
+            while (suite := next_pending()) is not None:
+                t0 = time.perf_counter()
+                try:
+                    result = pool.submit(_background_demo, suite.name, out, workers, full).result()
+                except Exception as exc:  # the lane's process died: record, run the rest here
+                    record(
+                        suite.name, {"error": f"{type(exc).__name__}: {exc}", "seconds": _since(t0)}
+                    )
+                    return
+                record(suite.name, result)
+
+    lane = threading.Thread(target=background, name="voxeval-demo-lane", daemon=True)
+    lane.start()
+    for own in mine:
+        record(own.name, _run_suite_demo(own.name, out, workers, progress, full))
+    while (left := next_pending()) is not None:
+        record(left.name, _run_suite_demo(left.name, out, workers, progress, full))
+    lane.join()
+    if events is not None:
+        events.put(None)
+        relay.join()
+
+
+_EVENTS: Any = None
+"""The low-priority lane's progress queue (set in that process by ``_background_init``)."""
+
+
+def _background_init(events: Any) -> None:
+    global _EVENTS
+    os.nice(10)
+    _EVENTS = events
+
+
+def _background_demo(name: str, out: Path, workers: int, full: bool) -> dict[str, Any]:
+    progress = _ProgressRelay(_EVENTS, name) if _EVENTS is not None else None
+    return _run_suite_demo(name, out, workers, progress, full)
+
+
+class _RelayConsole:
+    def __init__(self, events: Any) -> None:
+        self._events = events
+
+    def log(self, *objects: Any) -> None:
+        self._events.put(("log", "", 0, (" ".join(str(o) for o in objects),), {}))
+
+
+class _ProgressRelay:
+    """The part of rich's ``Progress`` the suites' demos use (``add_task``, ``advance``,
+    ``update``, ``console.log``), sent over a queue to the parent's real progress bars."""
+
+    def __init__(self, events: Any, suite: str) -> None:
+        self._events, self._suite, self._tasks = events, suite, 0
+        self.console = _RelayConsole(events)
+
+    def add_task(self, description: str, **fields: Any) -> int:
+        self._tasks += 1
+        self._events.put(("add", self._suite, self._tasks, (description,), fields))
+        return self._tasks
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        self._events.put(("advance", self._suite, task, (advance,), {}))
+
+    def update(self, task: int, **fields: Any) -> None:
+        self._events.put(("update", self._suite, task, (), fields))
+
+
+def _apply_progress(events: Any, progress: Any) -> None:
+    """Replay the relayed progress events on ``progress`` until a ``None`` arrives."""
+    tasks: dict[tuple[str, int], Any] = {}
+    while (event := events.get()) is not None:
+        kind, suite, task, args, fields = event
+        if kind == "log":
+            progress.console.log(*args)
+        elif kind == "add":
+            tasks[(suite, task)] = progress.add_task(*args, **fields)
+        elif (suite, task) in tasks:
+            getattr(progress, kind)(tasks[(suite, task)], *args, **fields)
 
 
 def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
@@ -97,6 +236,7 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
         "run_id": store.run_id,
         "generated_at": utc_now(),
         "size": info.get("config", {}).get("size", "full"),
+        "schedule": info.get("config", {}).get("schedule", "serial"),
         "seconds": info.get("seconds"),
         "systems": sorted(
             {s["system"] for sec in sections for s in sec["report"].get("systems", [])}
@@ -116,9 +256,25 @@ def timing_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+SCHEDULES = {
+    "serial": "The sections ran one after another.",
+    "parallel": "The sections ran side by side on two lanes: the duplex section (latencies) at "
+    "normal priority, the others at low priority, so their speed figures (RTFx, synthesis "
+    "time) are measured under shared load (`voxeval demo --serial` runs them one at a time).",
+}
+"""What each ``run_demo`` schedule means for the figures, as the report states it."""
+
+
+def _schedule_note(report: dict[str, Any]) -> str:
+    return SCHEDULES.get(str(report.get("schedule", "serial")), "")
+
+
 def _render_markdown(report: dict[str, Any]) -> str:
     parts = [f"# voxeval demo `{report['run_id']}`\n"]
-    parts.append(f"Demo size: {report.get('size', 'full')}. Wall time per section:\n")
+    parts.append(
+        f"Demo size: {report.get('size', 'full')}. {_schedule_note(report)} "
+        "Wall time per section:\n"
+    )
     parts.append("| section | wall time |\n|---|---|")
     parts += [f"| {name} | {t} |" for name, t in timing_rows(report)]
     for sec in report["sections"]:
@@ -142,8 +298,8 @@ def _render_html(report: dict[str, Any], store: RunStore) -> str:
         f"<tr><td>{esc(name)}</td><td>{esc(t)}</td></tr>" for name, t in timing_rows(report)
     )
     body = [
-        f"<p class='muted'>Demo size: {esc(report.get('size', 'full'))}. Wall time per "
-        f"section:</p><table><tr><th>section</th><th>wall time</th></tr>{rows}</table>"
+        f"<p class='muted'>Demo size: {esc(report.get('size', 'full'))}. "
+        f"{esc(_schedule_note(report))} Wall time per section:</p><table><tr><th>section</th><th>wall time</th></tr>{rows}</table>"
     ]
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])

@@ -16,17 +16,26 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.option(
     "--full",
     is_flag=True,
-    help="The larger demo sets (several minutes) instead of the quick ones (about three minutes here).",
+    help="The larger demo sets (several minutes) instead of the quick ones (about a minute here).",
 )
-def demo(out: Path, only: tuple[str, ...], workers: int, full: bool) -> None:
+@click.option(
+    "--serial",
+    is_flag=True,
+    help="Run the sections one after another (default: side by side, duplex at normal "
+    "priority, the others at low priority).",
+)
+def demo(out: Path, only: tuple[str, ...], workers: int, full: bool, serial: bool) -> None:
     """Build demo data for each suite, run it, and write one report with a section per suite.
 
-    The quick default shows each capability once; --full runs each suite's larger demo set."""
+    The quick default shows each capability once; --full runs each suite's larger demo set.
+    Sections run side by side on two lanes unless --serial."""
     from voxeval.cli.common import progress_bar
     from voxeval.demo import failed_suites, run_demo
 
     with progress_bar() as progress:
-        path = run_demo(out, only=list(only), workers=workers, progress=progress, full=full)
+        path = run_demo(
+            out, only=list(only), workers=workers, progress=progress, full=full, serial=serial
+        )
     click.echo(f"report: {path / 'report.html'}", err=True)
     failed = failed_suites(path)
     if failed:

@@ -74,6 +74,9 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    from voxeval.core.threads import quiet_thread_pools
+
+    quiet_thread_pools()  # before anything loads NumPy or a model
     from voxeval.cli.common import run_cli
 
     return run_cli(cli, argv if argv is not None else sys.argv[1:])

@@ -95,13 +95,20 @@ def _process_call(task: Any) -> Any:
 
 
 class ProcessExecutor(Executor[Any, Any]):
-    """Local processes (``spawn``-safe: the factory and tasks must pickle)."""
+    """Local processes, started with ``spawn`` (the factory and tasks must pickle): a forked
+    child of a process that has already run CTranslate2 or another OpenMP runtime can hang
+    in its first model load (the runtime's threads are not forked, their locks are)."""
 
     def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
         if not tasks:
             return
+        import multiprocessing
+
         with ProcessPoolExecutor(
-            max_workers=self.workers, initializer=_process_init, initargs=(make_worker,)
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_process_init,
+            initargs=(make_worker,),
         ) as pool:
             yield from _drain(pool, lambda t: pool.submit(_process_call, t), tasks, self.workers)
 

@@ -60,11 +60,18 @@ class SuiteInfo:
     into a run directory under ``out`` (progress: a rich Progress or None; ``full``: the
     larger demo set instead of the quick one);
     ``report`` turns a run directory into a report dict; ``paired_units`` gives per-item
-    (numerator, denominator) pairs for ``voxeval compare``."""
+    (numerator, denominator) pairs for ``voxeval compare``.
+
+    ``demo_priority``: the demo's headline numbers are wall-clock latencies, so ``voxeval
+    demo`` runs it at normal priority in its own process while the other demos share the
+    machine at low priority. ``demo_seconds``: the quick demo's usual wall time here, used
+    only to start the longest demos first."""
 
     name: str
     description: str
     demo: Callable[..., Any] | None = None
+    demo_priority: bool = False
+    demo_seconds: float = 10.0
     report: Callable[..., Any] | None = None
     paired_units: Callable[..., Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)

@@ -17,8 +17,10 @@ generator is seeded once, when the inference session is created, and then advanc
 every call. With the voice's default noise, two calls with the same text therefore give
 different audio (different durations, too). This adapter makes output a function of
 (text, voice, options, seed) only: with ``seed=N`` (default 0) every call seeds
-onnxruntime with a value derived from ``N`` and the text and builds a fresh session, which
-costs about 0.2-0.5 s of extra compute per call on two CPU cores. ``seed=random`` keeps one
+onnxruntime with a value derived from ``N`` and the text and builds a fresh session. The
+graph is optimised once per synthesizer (onnxruntime's ``extended`` level, which is portable,
+saved to a private temporary file) and each per-call session loads that optimised graph
+with optimisation off: about 0.07 s per call instead of 0.25 s on two CPU cores. ``seed=random`` keeps one
 session and piper's native, non-repeatable sampling. With ``noise_scale=0&noise_w=0`` the
 graph is deterministic and one session is reused whatever the seed.
 
@@ -29,7 +31,10 @@ says so.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import threading
+import weakref
 import zlib
 from pathlib import Path
 from typing import Any
@@ -138,6 +143,8 @@ class PiperSynthesizer:
         self.default_speaker = self._speaker_id(spec.option("speaker"))
         self.voice_name = self._voice_name()
         self._voice: Any = None
+        self._optimized: Path | None = None
+        """The graph optimised once (a private temporary file, removed with the synthesizer)."""
         self._lock = threading.Lock()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -173,19 +180,32 @@ class PiperSynthesizer:
         return self.seed is not None or (self.noise_scale == 0 and self.noise_w == 0)
 
     def _new_session(self, seed: int | None) -> Any:
+        """An inference session seeded with ``seed``. The first one optimises the graph and
+        saves it; the later ones load the saved graph without optimising again."""
         try:
             import onnxruntime as ort
 
             from voxeval.core.onnx import session_options
         except ImportError:
             raise BackendUnavailable(f"onnxruntime is missing: {INSTALL_HINT}") from None
+        opts = session_options()
         with _SEED_LOCK:
             if seed is not None:
                 ort.set_seed(seed)
+            if self._optimized is None:
+                folder = tempfile.mkdtemp(prefix="voxeval-piper-")
+                weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+                target = Path(folder) / "optimized.onnx"
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+                opts.optimized_model_filepath = str(target)
+                session = ort.InferenceSession(
+                    str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
+                self._optimized = target
+                return session
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             return ort.InferenceSession(
-                str(self.model_path),
-                sess_options=session_options(),
-                providers=["CPUExecutionProvider"],
+                str(self._optimized), sess_options=opts, providers=["CPUExecutionProvider"]
             )
 
     def _call_seed(self, text: str, speaker: int | None) -> int:
@@ -278,7 +298,8 @@ class PiperSynthesizer:
             "determinism": (
                 "no noise: deterministic graph"
                 if self.noise_scale == 0 and self.noise_w == 0
-                else "per-call onnxruntime seed from (seed, speaker, text), fresh session per call"
+                else "per-call onnxruntime seed from (seed, speaker, text), fresh session per call "
+                "on the graph optimised once (extended level)"
                 if self.seed is not None
                 else "native sampling: output differs between calls"
             ),

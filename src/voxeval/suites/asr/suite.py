@@ -190,6 +190,7 @@ SUITE = SuiteInfo(
     name=SUITE_NAME,
     description="ASR robustness: WER per condition and subgroup, rank stability, overfitting audits",
     demo=demo,
+    demo_seconds=25.0,
     report=build_report,
     paired_units=paired_units,
     extras={

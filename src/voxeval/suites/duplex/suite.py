@@ -67,6 +67,8 @@ SUITE = SuiteInfo(
     report=_report,
     paired_units=_paired_units,
     demo=demo,
+    demo_priority=True,
+    demo_seconds=18.0,
     extras={
         **lazy_renderers("voxeval.suites.duplex.render"),
         "title": "Full-duplex turn-taking",

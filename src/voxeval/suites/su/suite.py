@@ -186,6 +186,7 @@ SUITE = SuiteInfo(
     name=SUITE_NAME,
     description="Speech understanding: emotion, relative emotion, speaker match, synthetic speech",
     demo=demo,
+    demo_seconds=8.0,
     report=build_report,
     paired_units=paired_units,
     extras={

@@ -488,6 +488,7 @@ SUITE = SuiteInfo(
     name=SUITE_NAME,
     description="TTS: seven dimensions, automatic metrics with CIs, judge and human studies",
     demo=demo,
+    demo_seconds=38.0,
     report=build_report,
     paired_units=paired_units,
     extras={
