@@ -68,7 +68,7 @@ SUITE = SuiteInfo(
     paired_units=_paired_units,
     demo=demo,
     demo_priority=True,
-    demo_seconds=18.0,
+    demo_seconds=16.0,
     extras={
         **lazy_renderers("voxeval.suites.duplex.render"),
         "title": "Full-duplex turn-taking",
