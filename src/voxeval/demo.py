@@ -60,17 +60,22 @@ def run_demo(
     runs: dict[str, Any] = {}
     lock = threading.Lock()
 
-    def record(name: str, result: dict[str, Any]) -> None:
+    started = time.perf_counter()
+
+    def record(name: str, result: dict[str, Any], t0: float, lane: str = "main") -> None:
+        """Store one suite's result with its lane and its start (s after the demo's)."""
+        result = {**result, "started_s": round(t0 - started, 1)}
+        result.setdefault("lane", lane)
         with lock:
             runs[name] = result
             store.update_info(runs={s.name: runs[s.name] for s in suites if s.name in runs})
         if result.get("error") and progress is not None:
             progress.console.log(f"{name} demo failed: {result['error']}")
 
-    started = time.perf_counter()
     if schedule == "serial":
         for suite in suites:
-            record(suite.name, _run_suite_demo(suite.name, store.path, workers, progress, full))
+            t0 = time.perf_counter()
+            record(suite.name, _run_suite_demo(suite.name, store.path, workers, progress, full), t0)
     else:
         _run_two_lanes(suites, store.path, workers, progress, full, record)
     store.update_info(seconds=round(time.perf_counter() - started, 1))
@@ -83,10 +88,10 @@ def _run_suite_demo(
     name: str, out: Path, workers: int, progress: Any, full: bool
 ) -> dict[str, Any]:
     """One suite's demo into ``out``: ``{"run_dir", "seconds"}`` or ``{"error", "seconds"}``."""
-    suite = REGISTRY.suite(name)
-    assert suite.demo is not None
     t0 = time.perf_counter()
     try:
+        suite = REGISTRY.suite(name)
+        assert suite.demo is not None
         sub = suite.demo(out, workers=workers, progress=progress, full=full)
     except Exception as exc:  # one suite's failure is recorded; the others still run
         return {"error": f"{type(exc).__name__}: {exc}", "seconds": _since(t0)}
@@ -103,7 +108,7 @@ def _run_two_lanes(
     workers: int,
     progress: Any,
     full: bool,
-    record: Callable[[str, dict[str, Any]], None],
+    record: Callable[..., None],
 ) -> None:
     """The parallel schedule of ``run_demo``: the priority suites here, then the longest
     pending demos here too, while a low-priority process (fed one suite at a time by a
@@ -139,18 +144,22 @@ def _run_two_lanes(
                 try:
                     result = pool.submit(_background_demo, suite.name, out, workers, full).result()
                 except Exception as exc:  # the lane's process died: record, run the rest here
-                    record(
-                        suite.name, {"error": f"{type(exc).__name__}: {exc}", "seconds": _since(t0)}
-                    )
+                    error = {"error": f"{type(exc).__name__}: {exc}", "seconds": _since(t0)}
+                    record(suite.name, error, t0, "low priority")
                     return
-                record(suite.name, result)
+                record(suite.name, result, t0)
 
     lane = threading.Thread(target=background, name="voxeval-demo-lane", daemon=True)
     lane.start()
+
+    def run_here(suite: SuiteInfo) -> None:
+        t0 = time.perf_counter()
+        record(suite.name, _run_suite_demo(suite.name, out, workers, progress, full), t0)
+
     for own in mine:
-        record(own.name, _run_suite_demo(own.name, out, workers, progress, full))
+        run_here(own)
     while (left := next_pending(longest=True)) is not None:
-        record(left.name, _run_suite_demo(left.name, out, workers, progress, full))
+        run_here(left)
     lane.join()
     if events is not None:
         events.put(None)
@@ -174,7 +183,12 @@ def _background_init(events: Any) -> None:
 
 def _background_demo(name: str, out: Path, workers: int, full: bool) -> dict[str, Any]:
     progress = _ProgressRelay(_EVENTS, name) if _EVENTS is not None else None
-    return _run_suite_demo(name, out, workers, progress, full)
+    result = _run_suite_demo(name, out, workers, progress, full)
+    idle = hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE
+    return {
+        **result,
+        "lane": "low priority (" + ("SCHED_IDLE" if idle else f"nice {os.nice(0)}") + ")",
+    }
 
 
 class _RelayConsole:
@@ -224,9 +238,7 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
     sections = []
     for name, run in (info.get("runs") or {}).items():
         if run.get("error"):
-            sections.append(
-                {"suite": name, "error": run["error"], "seconds": run.get("seconds"), "report": {}}
-            )
+            sections.append({"suite": name, "error": run["error"], **_timing(run), "report": {}})
             continue
         suite = REGISTRY.suite(name)
         sub = RunStore.open(store.path / run["run_dir"])
@@ -235,7 +247,7 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
             {
                 "suite": name,
                 "run_dir": run["run_dir"],
-                "seconds": run.get("seconds"),
+                **_timing(run),
                 "report": suite.report(sub),
             }
         )
@@ -254,14 +266,27 @@ def build_demo_report(store: RunStore, **_: Any) -> dict[str, Any]:
     }
 
 
-def timing_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """(section, wall time) rows of the demo's timing table, the total last."""
+def _timing(run: dict[str, Any]) -> dict[str, Any]:
+    return {k: run.get(k) for k in ("seconds", "started_s", "lane")}
+
+
+TIMING_HEADER = ("section", "lane", "started", "wall time")
+
+
+def timing_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``TIMING_HEADER`` rows of the demo's timing table (start in seconds after the demo's
+    start), the total last."""
     rows = [
-        (str(sec["suite"]), "failed" if sec.get("error") else f"{sec.get('seconds')} s")
+        (
+            str(sec["suite"]),
+            str(sec.get("lane") or "main"),
+            f"{sec['started_s']} s" if sec.get("started_s") is not None else "",
+            "failed" if sec.get("error") else f"{sec.get('seconds')} s",
+        )
         for sec in report["sections"]
     ]
     total = report.get("seconds")
-    rows.append(("total", f"{total} s" if total is not None else "not recorded"))
+    rows.append(("total", "", "", f"{total} s" if total is not None else "not recorded"))
     return rows
 
 
@@ -285,8 +310,8 @@ def _render_markdown(report: dict[str, Any]) -> str:
         f"Demo size: {report.get('size', 'full')}. {_schedule_note(report)} "
         "Wall time per section:\n"
     )
-    parts.append("| section | wall time |\n|---|---|")
-    parts += [f"| {name} | {t} |" for name, t in timing_rows(report)]
+    parts.append("| " + " | ".join(TIMING_HEADER) + " |\n|---|---|---|---|")
+    parts += ["| " + " | ".join(row) + " |" for row in timing_rows(report)]
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])
         render = suite.extras.get("render_markdown")
@@ -305,11 +330,13 @@ def _render_html(report: dict[str, Any], store: RunStore) -> str:
     from voxeval.report.html import esc, page
 
     rows = "".join(
-        f"<tr><td>{esc(name)}</td><td>{esc(t)}</td></tr>" for name, t in timing_rows(report)
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
+        for row in timing_rows(report)
     )
+    head = "".join(f"<th>{esc(h)}</th>" for h in TIMING_HEADER)
     body = [
         f"<p class='muted'>Demo size: {esc(report.get('size', 'full'))}. "
-        f"{esc(_schedule_note(report))} Wall time per section:</p><table><tr><th>section</th><th>wall time</th></tr>{rows}</table>"
+        f"{esc(_schedule_note(report))} Wall time per section:</p><table><tr>{head}</tr>{rows}</table>"
     ]
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])

@@ -56,12 +56,19 @@ def test_demo_writes_combined_report(demo: Demo) -> None:
     assert "report:" in demo.proc.stderr  # where the report is, for a human
     html = (demo.folder / "report.html").read_text()
     md = (demo.folder / "report.md").read_text()
-    # the wall time of every section and the total are stated
+    # the wall time, lane and start of every section and the total are stated
     info = json.loads((demo.folder / "run.json").read_text())
-    assert info["seconds"] >= sum(r["seconds"] for r in info["runs"].values())
+    assert info["config"]["schedule"] == "parallel" and "side by side on two lanes" in md
     for name, run in info["runs"].items():
-        assert f"| {name} | {run['seconds']} s |" in md
-    assert f"| total | {info['seconds']} s |" in md and "wall time" in html
+        assert run["started_s"] + run["seconds"] <= info["seconds"] + 0.2
+        assert f"| {name} | {run['lane']} | {run['started_s']} s | {run['seconds']} s |" in md
+    assert f"| total |  |  | {info['seconds']} s |" in md and "wall time" in html
+    # the duplex section (latencies) ran here at normal priority, the shortest demo (SU) on
+    # the low-priority lane from the start; both lanes overlapped
+    lanes = {name: run["lane"] for name, run in info["runs"].items()}
+    assert lanes["duplex"] == "main" and lanes["su"] == "low priority (SCHED_IDLE)"
+    assert info["runs"]["su"]["started_s"] < info["runs"]["duplex"]["seconds"]
+    assert info["seconds"] < sum(r["seconds"] for r in info["runs"].values())
     assert "ASR robustness" in html and "<svg" in html and "data:audio/wav;base64," in html
     assert "Full-duplex" in html and "Text-to-speech" in html
 
@@ -206,7 +213,7 @@ def test_a_failing_suite_demo_is_recorded_and_the_others_still_run(
             report=lambda store, **_: {"suite": "tinytest", "systems": []},
         ),
     )
-    demo = run_demo(tmp_path, only=["brokentest", "tinytest"])
+    demo = run_demo(tmp_path, only=["brokentest", "tinytest"], serial=True)
     assert failed_suites(demo) == ["brokentest"]
     report = build_demo_report(RunStore.open(demo))
     sections = {s["suite"]: s for s in report["sections"]}
@@ -214,3 +221,49 @@ def test_a_failing_suite_demo_is_recorded_and_the_others_still_run(
     assert sections["tinytest"]["report"] == {"suite": "tinytest", "systems": []}
     assert "brokentest" in (demo / "report.md").read_text()
     assert "This section failed" in (demo / "report.html").read_text()
+
+
+def test_progress_from_the_low_priority_lane_reaches_the_bars_here() -> None:
+    """The lane's demos drive the parent's progress bars through a queue: tasks keep their
+    own ids per suite, updates of unknown tasks are dropped, a None ends the relay."""
+    import queue
+
+    from voxeval.demo import _apply_progress, _ProgressRelay
+
+    class Bars:  # the parent's rich Progress, recorded (the edge of what is tested)
+        def __init__(self) -> None:
+            self.calls: list[tuple[Any, ...]] = []
+            self.console = self
+
+        def log(self, *objects: Any) -> None:
+            self.calls.append(("log", *objects))
+
+        def add_task(self, description: str, **fields: Any) -> int:
+            self.calls.append(("add", description, fields))
+            return 100 + len(self.calls)
+
+        def advance(self, task: int, advance: float = 1) -> None:
+            self.calls.append(("advance", task, advance))
+
+        def update(self, task: int, **fields: Any) -> None:
+            self.calls.append(("update", task, fields))
+
+    events: queue.Queue[Any] = queue.Queue()
+    asr, su = _ProgressRelay(events, "asr"), _ProgressRelay(events, "su")
+    a = asr.add_task("asr pocketsphinx", total=3, status="")
+    b = su.add_task("su resemblyzer", total=2)
+    assert a == b == 1  # ids are per relay; the parent maps (suite, id) to its own
+    asr.advance(a)
+    su.update(b, status="failed 1")
+    asr.advance(7)  # never added: dropped
+    asr.console.log("asr demo:", "built 21 items")
+    events.put(None)
+    bars = Bars()
+    _apply_progress(events, bars)
+    assert bars.calls == [
+        ("add", "asr pocketsphinx", {"total": 3, "status": ""}),
+        ("add", "su resemblyzer", {"total": 2}),
+        ("advance", 101, 1),
+        ("update", 102, {"status": "failed 1"}),
+        ("log", "asr demo: built 21 items"),
+    ]

@@ -52,3 +52,23 @@ def test_process_executor_uses_other_processes() -> None:
 def test_bad_kind() -> None:
     with pytest.raises(ValueError):
         make_executor("ray", 1)
+
+
+STATE = "as imported"
+"""Set to another value by a test in this process; a forked worker would inherit that."""
+
+
+def report_state_worker() -> object:
+    return lambda _task: (STATE, os.getpid())
+
+
+@pytest.mark.live
+def test_process_workers_start_fresh_not_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are spawned: they import this module anew instead of inheriting this
+    process's memory, so no lock another thread holds here is copied into them (a forked
+    ASR worker of the demo hung in its model load that way, while the demo's other threads
+    ran)."""
+    monkeypatch.setattr(__import__(__name__, fromlist=["STATE"]), "STATE", "changed here")
+    out = list(make_executor("process", 2).map_unordered(report_state_worker, [1, 2, 3]))
+    assert [state for state, _ in out] == ["as imported"] * 3
+    assert os.getpid() not in {pid for _, pid in out}

@@ -96,8 +96,9 @@ def _process_call(task: Any) -> Any:
 
 class ProcessExecutor(Executor[Any, Any]):
     """Local processes, started with ``spawn`` (the factory and tasks must pickle): a forked
-    child of a process that has already run CTranslate2 or another OpenMP runtime can hang
-    in its first model load (the runtime's threads are not forked, their locks are)."""
+    child copies every lock its parent's other threads hold at that moment, and one of the
+    demo's ASR workers, forked while the demo's lane and progress threads ran, hung for good
+    in its model load."""
 
     def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
         if not tasks:
