@@ -16,7 +16,7 @@ from voxeval.cli.common import print_result_path, results_out_option
 @click.option(
     "--full",
     is_flag=True,
-    help="The larger demo sets (several minutes) instead of the quick ones (about a minute here).",
+    help="The larger demo sets (several minutes) instead of the quick ones (about 70 s here).",
 )
 @click.option(
     "--serial",
