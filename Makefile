@@ -58,8 +58,10 @@ demo: setup
 
 # Every tier, on both cores: pytest-xdist workers each take whole modules (and the groups of
 # modules that share a session-wide run), longest first (xdist would otherwise reorder the
-# groups by their number of tests, which starts the long few-test groups last).
-XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
+# groups by their number of tests, which starts the long few-test groups last). A worker that
+# crashes (a segfault in native code) fails the run at once: with restarts, xdist re-sends the
+# crashed group and has been seen to wait forever for it.
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder --max-worker-restart=0
 test: setup-dev
 	$(BIN)/python -m pytest -q $(XDIST)
 
