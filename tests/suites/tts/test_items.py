@@ -189,7 +189,12 @@ def test_long_form_passages(default: tuple[dict, list[TTSItem]]) -> None:
     for it in passages:
         assert it.segments and 3 <= len(it.segments) <= 5
         assert it.text == "\n\n".join(it.segments)
-        assert 120 <= len(it.text.split()) <= 300, it.id
+        lo, hi = (40, 100) if it.labels.get("length") == "short" else (120, 300)
+        assert lo <= len(it.text.split()) <= hi, it.id
+    # one short passage, for the quick demo; the quick set's long-form item is that one
+    assert [it.id for it in passages if it.labels.get("length") == "short"] == ["long-00"]
+    _, quick = load_item_set("quick")
+    assert [it.id for it in quick if it.dimension == "long_form"] == ["long-00"]
 
 
 def test_demo_subset_is_small_and_closed(default: tuple[dict, list[TTSItem]]) -> None:

@@ -47,9 +47,13 @@ __all__ = [
 ]
 
 #: Bumps whenever any shipped text, instruction, critical token or contrast changes.
-TTS_ITEMS_VERSION: Final = "1.0"
+TTS_ITEMS_VERSION: Final = "1.1"
 #: ``items_fingerprint()`` of the shipped items for each released version (tests pin it).
-FINGERPRINTS: Final = {"1.0": "26dfff609d3a6285d80c643876bbc2fbb4ce4f0c38941813a02d5befab41ac1a"}
+FINGERPRINTS: Final = {
+    "1.0": "26dfff609d3a6285d80c643876bbc2fbb4ce4f0c38941813a02d5befab41ac1a",
+    # 1.1: long-00, a short three-paragraph passage for the quick demo
+    "1.1": "bfe19e2ce8efc858cabdae9dda5f1db9bd695652dd1af5c5908b1955c47dbf1b",
+}
 
 DIMENSIONS: Final = (
     "performance",
