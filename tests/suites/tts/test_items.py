@@ -226,7 +226,7 @@ def test_demo_subset_is_small_and_closed(default: tuple[dict, list[TTSItem]]) ->
         if ev.automatic:
             # one per performance role, two per other eval, one long-form passage
             assert len(scored) >= (1 if ev.dimension in ("performance", "long_form") else 2), ev.id
-    assert len([it for it in demo if it.dimension == "long_form"]) == 1
+    assert [it.id for it in demo if it.dimension == "long_form"] == ["long-00", "long-01"]
     assert len(demo) <= 60  # three demo systems in a few minutes
 
 
