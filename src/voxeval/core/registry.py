@@ -266,6 +266,21 @@ class Registry:
             raise SpecError(_miss(f"{capability} backend", name, names))
         return info
 
+    def check(self, capability: str, spec: str | SystemSpec) -> SystemSpec:
+        """Everything about ``spec`` that can be known before any work starts, without
+        contacting a server or loading a model: it parses, names a backend with
+        ``capability`` whose requirements are installed (else ``BackendUnavailable`` with
+        the pip command), and the backend's factory accepts its target and options (the
+        factories only read the spec; nothing is loaded until a worker calls ``load``).
+        Raises ``SpecError``/``InputError``/``BackendUnavailable`` (exit 2)."""
+        parsed = parse_spec(spec) if isinstance(spec, str) else spec
+        self.build(capability, parsed)
+        return parsed
+
+    def check_all(self, capability: str, specs: Sequence[str | SystemSpec]) -> list[SystemSpec]:
+        """:meth:`check` for each spec, in order (the first problem is raised)."""
+        return [self.check(capability, s) for s in specs]
+
     def build(self, capability: str, spec: str | SystemSpec) -> Any:
         """Instantiate the system for ``spec`` (a string or parsed spec)."""
         parsed = parse_spec(spec) if isinstance(spec, str) else spec

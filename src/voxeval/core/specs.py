@@ -10,6 +10,18 @@ from urllib.parse import parse_qsl
 from voxeval.core.errors import SpecError
 
 _BACKEND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*@")
+
+HARNESS_OPTIONS = ("name", "num_cpus", "num_gpus", "route", "turn")
+"""Spec keys the harness owns for every backend (a display name, a worker's resources, the
+network route, a TURN server); so do all keys ending in ``_env`` (the name of an environment
+variable holding a secret). A backend accepts them without declaring them and never gives
+them another meaning."""
+
+
+def is_harness_option(key: str) -> bool:
+    """True for ``HARNESS_OPTIONS`` and any ``*_env`` key."""
+    return key in HARNESS_OPTIONS or key.endswith("_env")
 
 
 @dataclass(frozen=True)
@@ -24,15 +36,27 @@ class SystemSpec:
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
 
+    @property
+    def backend_options(self) -> dict[str, str]:
+        """The options without the harness's keys (:func:`is_harness_option`): what a
+        backend that forwards its options (a PocketSphinx config, a Python factory's keyword
+        arguments) hands on."""
+        return {k: v for k, v in self.options.items() if not is_harness_option(k)}
+
     def check_options(self, known: Iterable[str], what: str | None = None) -> None:
-        """Refuse options the backend does not know (a typo must not be silently ignored)."""
+        """Refuse options neither the backend (``known``) nor the harness
+        (:func:`is_harness_option`) knows: a typo must not be silently ignored. The harness's
+        numeric keys (``num_cpus``, ``num_gpus``) must be numbers >= 0."""
         known = set(known)
-        unknown = sorted(set(self.options) - known)
+        unknown = sorted(k for k in self.options if k not in known and not is_harness_option(k))
         if unknown:
             raise SpecError(
                 f"unknown {what or self.backend} option(s) {', '.join(unknown)} in {self.raw!r}; "
-                f"known: {', '.join(sorted(known)) or '(none)'}"
+                f"known: {', '.join(sorted(known)) or '(none)'} (and the harness's "
+                f"{', '.join(HARNESS_OPTIONS)}, *_env)"
             )
+        for key in ("num_cpus", "num_gpus"):
+            self.float_option(key, 0.0, lo=0.0)
 
     def int_option(
         self, key: str, default: int, lo: int | None = None, hi: int | None = None
@@ -88,11 +112,19 @@ def parse_spec(spec: str) -> SystemSpec:
 
     The options are the query after the last ``?``; the target is everything between the
     first ``:`` and that ``?`` (so URLs and ``module:factory`` targets keep their colons).
-    A bare ``ws://`` or ``wss://`` URL means the ``realtime`` backend.
+    A bare ``ws://`` or ``wss://`` URL means the ``realtime`` backend. A URL with
+    credentials in it (``user:pass@``) is refused: secrets come from the environment.
     """
     raw = spec.strip()
     if not raw:
         raise SpecError("empty system spec")
+    if _USERINFO.search(raw):
+        # the message must not repeat the secret
+        raise SpecError(
+            "a system spec has credentials in a URL (user:password@host); voxeval takes "
+            "secrets only from the environment: name the variable with a *_env option "
+            "(for example key_env=OPENAI_API_KEY)"
+        )
     if raw.startswith(("ws://", "wss://")):
         return SystemSpec("realtime", raw, {}, raw)
     body, options = raw, {}

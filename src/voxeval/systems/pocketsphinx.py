@@ -43,7 +43,7 @@ def build(spec: SystemSpec, capability: str) -> PocketSphinxTranscriber:
         )
     dither_dbfs = spec.float_option("dither_dbfs", -60.0)
     seed = spec.int_option("seed", 0)
-    config = {k: v for k, v in spec.options.items() if k not in _OWN_OPTIONS}
+    config = {k: v for k, v in spec.backend_options.items() if k not in _OWN_OPTIONS}
     fixed = sorted(set(config) & set(_FIXED_CONFIG))
     if fixed:
         raise SpecError(

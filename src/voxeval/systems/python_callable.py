@@ -70,19 +70,19 @@ def build(spec: SystemSpec, capability: str) -> Any:
             f"{module_name}:{attr} is a {type(factory).__name__}, not a callable factory"
         )
     try:
-        obj = factory(**spec.options)
+        obj = factory(**spec.backend_options)
     except VoxevalError:
         raise
     except Exception as exc:
         raise InputError(
-            f"{module_name}:{attr}(**{spec.options!r}) raised {type(exc).__name__}: {exc}"
+            f"{module_name}:{attr}(**{spec.backend_options!r}) raised {type(exc).__name__}: {exc}"
         ) from exc
     wrapper = {
         "transcribe": CallableTranscriber,
         "synthesize": CallableSynthesizer,
         "understand": CallableUnderstander,
     }[capability]
-    return wrapper(obj, target=f"{module_name}:{attr}", options=dict(spec.options), spec=spec.raw)
+    return wrapper(obj, target=f"{module_name}:{attr}", options=spec.backend_options, spec=spec.raw)
 
 
 def _import_attr(module_name: str, attr: str) -> Any:

@@ -180,7 +180,7 @@ def test_read_session_refuses_formats_it_cannot_serve() -> None:
 
 def test_spec_options_come_out_of_the_url_and_the_rest_stays() -> None:
     spec = parse_spec(
-        "wss://api.example.test/v1/realtime?model=gpt-realtime&protocol=beta&turn=manual"
+        "wss://api.example.test/v1/realtime?model=gpt-realtime&protocol=beta&turn_detection=manual"
         "&key_env=MY_KEY&connect_timeout_s=2.5"
     )
     factory = realtime_ws.build(spec, "duplex")

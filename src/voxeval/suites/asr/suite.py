@@ -7,9 +7,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from voxeval.core.errors import InputError
 from voxeval.core.items import file_sha256, load_manifest
 from voxeval.core.records import Record
-from voxeval.core.registry import SuiteInfo, lazy_renderers
+from voxeval.core.registry import REGISTRY, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
 
@@ -49,6 +50,9 @@ def run_asr(
     """Transcribe ``manifest`` with every system into ``out/<run_id>/`` and write the reports."""
     from voxeval.suites.asr.runner import run_systems
 
+    if not systems:
+        raise InputError("name at least one --system")
+    REGISTRY.check_all("transcribe", systems)  # before anything is written
     manifest = Path(manifest)
     items = load_manifest(manifest)
     config = run_config(manifest, systems, normalizer, repeats)

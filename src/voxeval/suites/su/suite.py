@@ -62,15 +62,13 @@ def run_config(
 
 
 def check_systems(systems: Sequence[str], evals: Sequence[str]) -> None:
-    """Fail fast (usage error) on unknown backends and specialists that answer none of
-    ``evals``."""
+    """Fail fast (usage error) on specs ``REGISTRY.check`` refuses and specialists that
+    answer none of ``evals``."""
     from voxeval.core.registry import REGISTRY
-    from voxeval.core.specs import parse_spec
     from voxeval.systems.su_specialist import is_specialist
 
     for spec in systems:
-        REGISTRY.backend("understand", parse_spec(spec).backend)
-        system = REGISTRY.build("understand", spec)  # nothing is loaded here
+        system = REGISTRY.build("understand", REGISTRY.check("understand", spec))
         if is_specialist(system) and not set(evals) & set(system.specialist_tasks):
             raise InputError(
                 f"{spec} is a specialist for {', '.join(system.specialist_tasks)}; it cannot "

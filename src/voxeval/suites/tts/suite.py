@@ -142,6 +142,13 @@ def run_tts(
         raise InputError("a system is named twice")
     if repeats < 1:
         raise InputError("--repeat must be >= 1")
+    from voxeval.core.registry import REGISTRY
+
+    REGISTRY.check_all("synthesize", systems)  # before anything is written
+    if asr:
+        REGISTRY.check("transcribe", asr)
+    if judge:
+        REGISTRY.check("understand", judge)
     evals, tts_items = load_item_set(str(items), only)
     if not tts_items:
         raise InputError(f"no items selected from {items!r} with --only {list(only)}")

@@ -25,8 +25,7 @@ class _Factory:
 
 
 def _no_options(spec: SystemSpec) -> None:
-    if spec.options:
-        raise SpecError(f"{spec.raw}: this agent takes no options ({', '.join(spec.options)})")
+    spec.check_options((), f"{spec.backend} agent")
 
 
 def build_reference(spec: SystemSpec, capability: str) -> _Factory:
@@ -56,9 +55,7 @@ def build_energy(spec: SystemSpec, capability: str) -> _Factory:
     """``energy[?endpoint_ms=500&answer_ms=3000&yields=true]``: the energy test agent."""
     from voxeval.suites.duplex.live.simple_agents import EnergyAgent
 
-    unknown = set(spec.options) - {"endpoint_ms", "answer_ms", "yields", "threshold_dbfs"}
-    if unknown:
-        raise SpecError(f"{spec.raw}: unknown option(s) {', '.join(sorted(unknown))}")
+    spec.check_options(("endpoint_ms", "answer_ms", "yields", "threshold_dbfs"), "energy agent")
     kw: dict[str, Any] = {}
     for key in ("endpoint_ms", "answer_ms", "threshold_dbfs"):
         if key in spec.options:
@@ -82,7 +79,7 @@ def build_python_agent(spec: SystemSpec, capability: str) -> _Factory:
         raise InputError(f"{spec.raw}: cannot import {module_name}:{attr} ({exc})") from None
     if not callable(make):
         raise InputError(f"{module_name}:{attr} is not callable")
-    options = dict(spec.options)
+    options = spec.backend_options
 
     def one() -> Any:
         agent = make(**options)

@@ -145,7 +145,7 @@ LINK_OPTIONS = frozenset(
     {
         "protocol",
         "key_env",
-        "turn",
+        "turn_detection",
         "barge_in",
         "voice",
         "instructions",
@@ -1090,6 +1090,7 @@ def build(spec: Any, capability: str) -> RealtimeLinkFactory:
     are taken out of the URL, everything else in the query (``model=...``) stays in it.
     """
     from voxeval.core.errors import SpecError
+    from voxeval.core.specs import is_harness_option
 
     if capability != "duplex":
         raise SpecError(f"the realtime backend provides duplex, not {capability!r}")
@@ -1099,20 +1100,18 @@ def build(spec: Any, capability: str) -> RealtimeLinkFactory:
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     raw = {k: v for k, v in query if k in LINK_OPTIONS}
-    raw.update({k: v for k, v in spec.options.items()})
-    unknown = sorted(set(spec.options) - LINK_OPTIONS)
-    if unknown:
-        raise SpecError(
-            f"unknown realtime option(s) {', '.join(unknown)} in {spec.raw!r}; "
-            f"known: {', '.join(sorted(LINK_OPTIONS))}"
-        )
-    kept = [(k, v) for k, v in query if k not in LINK_OPTIONS]
+    spec.check_options(LINK_OPTIONS, "realtime")
+    raw.update({k: v for k, v in spec.options.items() if k in LINK_OPTIONS})
+    # the harness's keys (name, num_cpus, route, ...) are never sent to the server
+    kept = [(k, v) for k, v in query if k not in LINK_OPTIONS and not is_harness_option(k)]
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
     options: dict[str, Any] = {}
     try:
         for key, value in raw.items():
             if key in ("connect_timeout_s", "send_timeout_s", "endpoint_ms", "threshold_dbfs"):
                 options[key] = float(value)
+            elif key == "turn_detection":  # ``turn`` is the harness's (a TURN server)
+                options["turn"] = value
             else:
                 options[key] = value
         return RealtimeLinkFactory(url, options)

@@ -1,0 +1,130 @@
+"""Every system spec is checked before any work starts (issue 14, part 1): a typo, a
+credential in a URL, a bad harness key or a missing extra is exit 2 with nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_manifest
+from voxeval.cli.main import main
+from voxeval.core.errors import BackendUnavailable, SpecError
+from voxeval.core.registry import REGISTRY, BackendInfo, Registry
+from voxeval.core.specs import HARNESS_OPTIONS, is_harness_option, parse_spec
+
+
+def _manifest(tmp_path: Path) -> Path:
+    return make_manifest(tmp_path / "m.jsonl", limit=2)
+
+
+def _exit_code(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    code = exc.value.code
+    return int(code) if code is not None else 0
+
+
+@pytest.mark.parametrize(
+    ("command", "spec", "needle"),
+    [
+        ("asr", "faster-whisper?beam_sise=5", "unknown faster-whisper option(s) beam_sise"),
+        ("asr", "openai-compat:http://127.0.0.1:9/v1?modle=x", "modle"),
+        ("asr", "pocketsphinx?no_such_key=1", "no_such_key"),
+        ("asr", "faster-whisper?num_cpus=two", "num_cpus='two'"),
+        ("asr", "faster-whisper?num_gpus=-1", "num_gpus=-1.0"),
+        ("tts", "piper?lenght_scale=1.1", "lenght_scale"),
+    ],
+)
+def test_a_bad_spec_is_exit_2_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, spec: str, needle: str
+) -> None:
+    out = tmp_path / "runs"
+    if command == "asr":
+        argv = ["asr", "run", "-m", str(_manifest(tmp_path)), "-s", spec, "--out", str(out)]
+    else:
+        argv = ["tts", "run", "--system", spec, "--out", str(out), "--no-progress"]
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert "Traceback" not in err
+    assert not out.exists()  # no half run folder
+
+
+def test_credentials_in_a_spec_url_are_refused_without_repeating_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs"
+    spec = "openai-compat:http://bob:hunter2@127.0.0.1:9/v1?model=x"
+    argv = ["asr", "run", "-m", str(_manifest(tmp_path)), "-s", spec, "--out", str(out)]
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert "credentials" in err and "environment" in err
+    assert "hunter2" not in err and "bob" not in err
+    assert not out.exists()
+    for raw in (
+        "ws://u:p@127.0.0.1:1/v1",
+        "realtime:wss://token@host/x",
+        "python:m:f?u=http://a@b",
+    ):
+        with pytest.raises(SpecError, match="credentials"):
+            parse_spec(raw)
+    # an @ that is not in a URL's authority is not a credential
+    assert parse_spec("python:pkg.mod:make?tag=a@b").options == {"tag": "a@b"}
+
+
+def test_harness_keys_are_accepted_by_every_backend_without_declaring_them() -> None:
+    assert set(HARNESS_OPTIONS) == {"name", "num_cpus", "num_gpus", "route", "turn"}
+    assert is_harness_option("turn_pass_env") and not is_harness_option("environment")
+    keys = "name=fw&num_cpus=2&num_gpus=0&route=relay&turn=t1&turn_user_env=TURN_USER"
+    for capability, spec in [
+        ("transcribe", f"faster-whisper?{keys}"),
+        ("transcribe", f"mock:fixed?text=hi&{keys}"),
+        ("synthesize", f"espeak-ng:en-us?{keys}"),
+        ("duplex", f"echo?{keys}"),
+        ("duplex", f"realtime:ws://127.0.0.1:9/v1?turn_detection=manual&{keys}"),
+    ]:
+        assert REGISTRY.check(capability, spec).options["num_cpus"] == "2"
+    # in a bare URL the harness's keys are taken out, never sent to the server
+    link = REGISTRY.build("duplex", f"ws://127.0.0.1:9/v1?model=m&turn_detection=manual&{keys}")
+    assert link.url == "ws://127.0.0.1:9/v1?model=m" and link.options == {"turn": "manual"}
+    # a backend's own unknown key is still refused beside them
+    with pytest.raises(SpecError, match="beam_sise"):
+        REGISTRY.check("transcribe", f"faster-whisper?beam_sise=2&{keys}")
+
+
+def test_a_missing_extra_is_exit_2_with_the_pip_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = Registry()
+    registry.register_backend(
+        BackendInfo(
+            "needs-extra",
+            ("transcribe",),
+            "voxeval.systems.mock:build",
+            requires=("voxeval_module_that_is_not_installed",),
+            extra="needs-extra",
+        )
+    )
+    with pytest.raises(BackendUnavailable, match=r"pip install 'voxeval\[needs-extra\]'"):
+        registry.check("transcribe", "needs-extra")
+    monkeypatch.setattr(REGISTRY, "_backends", {**REGISTRY._backends, **registry._backends})
+    out = tmp_path / "runs"
+    argv = ["asr", "run", "-m", str(_manifest(tmp_path)), "-s", "needs-extra", "--out", str(out)]
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'voxeval[needs-extra]'" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_good_spec_still_runs(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path)
+    table = {json.loads(line)["id"]: "x" for line in manifest.read_text().splitlines()}
+    out = tmp_path / "runs"
+    spec = "mock:fixed?text=hello&name=m&num_cpus=1"
+    argv = ["asr", "run", "-m", str(manifest), "-s", spec, "--out", str(out)]
+    assert _exit_code(argv) == 0
+    (run,) = out.iterdir()
+    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    assert len(records) == len(table) and {r["status"] for r in records} == {"ok"}
