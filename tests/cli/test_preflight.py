@@ -128,3 +128,69 @@ def test_a_good_spec_still_runs(tmp_path: Path) -> None:
     (run,) = out.iterdir()
     records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
     assert len(records) == len(table) and {r["status"] for r in records} == {"ok"}
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _run(tmp_path: Path, *args: str) -> int:
+    """``asr run`` on four real recordings into ``tmp_path/runs``; the exit code."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    manifest = make_manifest(tmp_path / "m4.jsonl", limit=4)
+    out = tmp_path / "runs"
+    return _exit_code(
+        ["asr", "run", "-m", str(manifest), "--out", str(out), "--no-progress", *args]
+    )
+
+
+@pytest.mark.live  # a connection to a closed port on 127.0.0.1
+def test_a_system_that_fails_every_item_exits_1_with_its_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = "openai-compat:http://127.0.0.1:9/v1?model=x&retries=0&timeout=5"
+    code = _run(tmp_path, "-s", spec, "-s", "mock:fixed?text=hello")
+    cap = capsys.readouterr()
+    assert code == 1
+    assert f"{spec}: 4/4 failed: system_load: " in cap.err and "Connection refused" in cap.err
+    assert "mock:fixed?text=hello:" not in cap.err  # a system with no failure prints nothing
+    assert "exit 1: a system failed every item" in cap.err
+    # the run folder is still written and is the last stdout line
+    (run,) = (tmp_path / "runs").iterdir()
+    assert cap.out.strip().splitlines()[-1] == str(run)
+    assert (run / "report.json").exists()
+
+
+def test_partial_failures_exit_0_with_the_summary_unless_beyond_max_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = "mock:fixed?text=hello&fail_every=3"  # the load's warm-up call is call 1
+    code = _run(tmp_path / "a", "-s", spec)
+    err = capsys.readouterr().err
+    assert code == 0
+    (line,) = [x for x in err.splitlines() if x.startswith(f"{spec}:")]
+    assert line.startswith(f"{spec}: 1/4 failed: system: RuntimeError: mock failure")
+    assert _run(tmp_path / "b", "-s", spec, "--max-failures", "0.25") == 0  # 1/4 is not > 0.25
+    capsys.readouterr()
+    assert _run(tmp_path / "c", "-s", spec, "--max-failures", "0.2") == 1
+    assert "more than 0.2 of its items" in capsys.readouterr().err
+    assert _run(tmp_path / "d", "-s", spec, "--max-failures", "1.5") == 2
+    assert not (tmp_path / "d" / "runs").exists()
+
+
+def test_the_failure_rule_counts_no_unscored_record() -> None:
+    from voxeval.core.failures import tally
+    from voxeval.core.records import Record, error_record
+
+    recs = [
+        Record("a", "s", 0),
+        error_record("b", "s", 0, "timeout", "hung", status="timeout"),
+        error_record("c", "s", 0, "reference", "no text", status="unscored"),
+        error_record("d", "s", 0, "parse", "junk\nmore", status="unparseable"),
+        error_record("e", "s", 0, "parse", "junk", status="unparseable"),
+        error_record("f", "t", 0, "x", "only unscored", status="unscored"),
+    ]
+    (s, t) = tally(recs)
+    assert (s.attempted, s.failed, s.rate) == (4, 3, 0.75)
+    assert s.reasons.most_common(1) == [("parse: junk", 2)]
+    assert s.fails(None) is False and s.fails(0.7) is True and s.fails(0.75) is False
+    assert (t.attempted, t.failed, t.rate, t.fails(0.0)) == (0, 0, None, False)

@@ -10,7 +10,9 @@ from rich.markup import escape
 
 from voxeval.cli.common import (
     data_out_option,
+    finish_run,
     manifest_option,
+    max_failures_option,
     print_result_path,
     progress_bar,
     results_out_option,
@@ -67,6 +69,7 @@ def asr() -> None:
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 100))
 @click.option("--normalizer", default="oal-en", show_default=True, help=NORMALIZER_HELP)
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@max_failures_option
 def run_cmd(
     manifest: Path,
     systems: tuple[str, ...],
@@ -78,14 +81,11 @@ def run_cmd(
     repeats: int,
     normalizer: str,
     no_progress: bool,
+    max_failures: float | None,
 ) -> None:
     """Transcribe a manifest with one or more systems and write the report."""
-    from voxeval.core.registry import REGISTRY
-    from voxeval.core.specs import parse_spec
     from voxeval.suites.asr.suite import run_asr
 
-    for spec in systems:  # fail fast on unknown backends, before any work
-        REGISTRY.backend("transcribe", parse_spec(spec).backend)
     with progress_bar(not no_progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = run_asr(
@@ -102,7 +102,7 @@ def run_cmd(
             on_record=on_record,
         )
     _summary(store.path)
-    print_result_path(store.path)
+    finish_run(store.path, max_failures)
 
 
 @asr.command("score")

@@ -65,6 +65,53 @@ def print_result_path(path: Path) -> None:
     click.echo(str(path))
 
 
+def _check_fraction(ctx: click.Context, param: click.Parameter, value: float | None) -> Any:
+    from voxeval.core.failures import check_max_failures
+
+    try:
+        return check_max_failures(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+max_failures_option = click.option(
+    "--max-failures",
+    type=float,
+    default=None,
+    callback=_check_fraction,
+    metavar="F",
+    help="Exit 1 when any system's (error + timeout + unparseable) / attempted exceeds F "
+    "(0-1). A system whose every item failed always exits 1; unscored never counts.",
+)
+
+
+def failure_exit(run_dir: Path, max_failures: float | None) -> int:
+    """Print each system's failures on stderr (``name: k/n failed: top reasons``) and return
+    the exit code by ``voxeval.core.failures``' rule (1 when a system failed the run)."""
+    from voxeval.core.failures import tally
+    from voxeval.core.runstore import RunStore
+
+    code = EXIT_OK
+    for s in tally(RunStore.open(run_dir).load_records().records):
+        if s.failed:
+            click.echo(s.line(), err=True)
+        if s.fails(max_failures):
+            code = EXIT_FAILED
+    if code == EXIT_FAILED:
+        rule = f"more than {max_failures:g} of its items" if max_failures is not None else ""
+        why = f"every item or {rule}" if rule else "every item"
+        click.echo(f"exit 1: a system failed {why} (see above)", err=True)
+    return code
+
+
+def finish_run(run_dir: Path, max_failures: float | None) -> None:
+    """Print the run folder as the last stdout line, then exit by :func:`failure_exit`."""
+    code = failure_exit(run_dir, max_failures)
+    print_result_path(run_dir)
+    if code:
+        sys.exit(code)
+
+
 @contextmanager
 def progress_bar(enabled: bool = True) -> Iterator[Any]:
     """A rich progress bar on stderr (hidden when stderr is not a terminal or disabled)."""

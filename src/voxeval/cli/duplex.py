@@ -13,6 +13,9 @@ import click
 from voxeval.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    failure_exit,
+    finish_run,
+    max_failures_option,
     print_result_path,
     progress_bar,
     results_out_option,
@@ -245,6 +248,7 @@ def render_cmd(
     "bundles already scored there are kept.",
 )
 @results_out_option
+@max_failures_option
 def score_cmd(
     bundles: tuple[Path, ...],
     stereo: tuple[Path, ...],
@@ -261,6 +265,7 @@ def score_cmd(
     baseline: Path | None,
     resume: bool,
     out: Path,
+    max_failures: float | None,
 ) -> None:
     """Score evidence bundles (BUNDLES: bundle folders, or folders searched recursively for
     manifest.json) or two-channel call recordings (--stereo, --user/--agent).
@@ -304,7 +309,7 @@ def score_cmd(
                 on_record=lambda rec: progress.advance(task),
             )
         click.echo(f"report: {store.path / 'report.html'}", err=True)
-        print_result_path(store.path)
+        finish_run(store.path, max_failures)
         return
     if not redact and any(
         bundle_only[k] for k in ("--retention-days", "--purpose", "--transcripts")
@@ -362,7 +367,7 @@ def score_cmd(
         f"report: {store.path / 'report.html'}",
         err=True,
     )
-    print_result_path(store.path)
+    finish_run(store.path, max_failures)
 
 
 @duplex.command("import-realtime")
@@ -572,6 +577,7 @@ def gate_cmd(
     "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
     "run after each session; its JSON becomes final-state.json.",
 )
+@max_failures_option
 def run_cmd(
     scenario_set: str,
     agents: tuple[str, ...],
@@ -588,6 +594,7 @@ def run_cmd(
     matrix: Path | None,
     seed: int,
     state_probe: str | None,
+    max_failures: float | None,
 ) -> None:
     """Run scenarios against a live agent; one evidence bundle per session, then the report.
 
@@ -595,7 +602,8 @@ def run_cmd(
     models the client's playback, answers tool calls from the scenario's tool world, and
     writes OUT/<run_id>/bundles/<scenario>/<repeat>/. The bundles are scored like recorded
     ones. Exit 0 when the run was written (with --matrix: when the decision is ship), 1 when
-    a gate failed, 2 for usage errors.
+    a gate failed or an agent failed every session (or more than --max-failures of them),
+    2 for usage errors.
     """
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError, VoxevalError
@@ -661,5 +669,6 @@ def run_cmd(
         click.echo(render_text(decision), err=True)
         (store.path / "gate.txt").write_text(render_text(decision) + "\n")
         code = decision.exit_code
+    code = max(code, failure_exit(store.path, max_failures))
     print_result_path(store.path)
     sys.exit(code)

@@ -10,7 +10,9 @@ import click
 from rich.markup import escape
 
 from voxeval.cli.common import (
+    finish_run,
     manifest_option,
+    max_failures_option,
     print_result_path,
     progress_bar,
     results_out_option,
@@ -140,6 +142,7 @@ def build_pairs_cmd(
     help="Emotion labels: crema-d-6 or emotion-48.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@max_failures_option
 def run_cmd(
     tasks: tuple[str, ...],
     manifest: Path,
@@ -152,6 +155,7 @@ def run_cmd(
     repeats: int,
     vocabulary: str,
     no_progress: bool,
+    max_failures: float | None,
 ) -> None:
     """Ask one or more systems every item of the manifest and write the report."""
     from voxeval.suites.su.suite import run_su
@@ -173,7 +177,7 @@ def run_cmd(
             on_record=on_record,
         )
     _summary(store.path)
-    print_result_path(store.path)
+    finish_run(store.path, max_failures)
 
 
 def _summary(run_dir: Path) -> None:

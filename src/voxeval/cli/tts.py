@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,8 @@ import click
 from rich.markup import escape
 
 from voxeval.cli.common import (
-    EXIT_FAILED,
+    finish_run,
+    max_failures_option,
     print_result_path,
     progress_bar,
     results_out_option,
@@ -27,26 +27,22 @@ def tts() -> None:
 
 
 def _check_specs(systems: tuple[str, ...], asr: str | None, judge: str | None) -> None:
-    """Unknown backends fail before any work (exit 2)."""
+    """Every spec checked before any work (``REGISTRY.check``: exit 2 on a problem)."""
     from voxeval.core.registry import REGISTRY
-    from voxeval.core.specs import parse_spec
 
-    for spec in systems:
-        REGISTRY.backend("synthesize", parse_spec(spec).backend)
+    REGISTRY.check_all("synthesize", systems)
     if asr:
-        REGISTRY.backend("transcribe", parse_spec(asr).backend)
-    del judge  # the judge adapter validates its own spec and records failures per item
+        REGISTRY.check("transcribe", asr)
+    if judge:
+        REGISTRY.check("understand", judge)
 
 
-def _end(store: Any) -> None:
-    """Summary table on stderr, exit 1 when no record succeeded, last stdout line = path."""
+def _end(store: Any, max_failures: float | None = None) -> None:
+    """Summary table on stderr, then the failure rule of ``voxeval.core.failures`` (exit 1
+    when a system failed wholly or beyond ``--max-failures``); last stdout line = path."""
     recs = store.load_records().records
-    n_ok = sum(1 for r in recs if r.status == "ok")
     _summary(store.path, recs)
-    print_result_path(store.path)
-    if recs and n_ok == 0:
-        click.echo("check failed: no item was synthesized and measured", err=True)
-        sys.exit(EXIT_FAILED)
+    finish_run(store.path, max_failures)
 
 
 @tts.command("run")
@@ -87,6 +83,7 @@ def _end(store: Any) -> None:
     help="Seconds before a synthesis call counts as hung (0: no limit).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@max_failures_option
 def run_cmd(
     systems: tuple[str, ...],
     items: str,
@@ -99,6 +96,7 @@ def run_cmd(
     repeats: int,
     timeout: float,
     no_progress: bool,
+    max_failures: float | None,
 ) -> None:
     """Synthesize the item set with each system, measure every item, write the report."""
     from voxeval.suites.tts.suite import run_tts
@@ -124,7 +122,7 @@ def run_cmd(
     study_info = store.info().get("study")
     if study_info:
         click.echo(f"study: {store.path / study_info['path']}", err=True)
-    _end(store)
+    _end(store, max_failures)
 
 
 @tts.command("score-audio")
@@ -145,6 +143,7 @@ def run_cmd(
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR spec ('none').")
 @click.option("--judge", default=None, help="Audio-language judge spec.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@max_failures_option
 def score_audio_cmd(
     manifest: Path,
     out: Path,
@@ -153,6 +152,7 @@ def score_audio_cmd(
     asr: str,
     judge: str | None,
     no_progress: bool,
+    max_failures: float | None,
 ) -> None:
     """Measure recordings made elsewhere (no synthesis): round trip, quality, prosody."""
     from voxeval.suites.tts.suite import score_audio
@@ -171,7 +171,7 @@ def score_audio_cmd(
             on_start=on_start,
             on_record=on_record,
         )
-    _end(store)
+    _end(store, max_failures)
 
 
 @tts.command("report")

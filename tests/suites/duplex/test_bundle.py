@@ -685,8 +685,12 @@ def test_broken_bundles_are_error_records_and_the_run_goes_on(small: Path, tmp_p
     bad = copy_bundle(small / "d05", root / "badjson")
     (bad / "manifest.json").write_text('{"session_id": "x",\n  oops}\n')
 
-    path, _, err = invoke(["duplex", "score", str(root), "--out", str(tmp_path / "runs")])
-    assert path is not None
+    # the bundle whose manifest cannot be read is attributed to no system: that "system"
+    # failed every item, so the command exits 1 (voxeval.core.failures), with the run written
+    _, out, err = invoke(["duplex", "score", str(root), "--out", str(tmp_path / "runs")], code=1)
+    path = Path(out.strip().splitlines()[-1])
+    assert "unknown-system: 1/1 failed: invalid-manifest:" in err
+    assert "agent@1.0: 2/3 failed: " in err
     recs = records_of(path)
     assert recs["d05_backchannel_agent_continues-s1"].status == "ok"
     short = recs["short"]
