@@ -29,7 +29,7 @@ def _exit_code(argv: list[str]) -> int:
 @pytest.mark.parametrize(
     ("command", "spec", "needle"),
     [
-        ("asr", "faster-whisper?beam_sise=5", "unknown faster-whisper option(s) beam_sise"),
+        ("asr", "faster-whisper?beam_sise=5", "faster-whisper transcribe option(s) beam_sise"),
         ("asr", "openai-compat:http://127.0.0.1:9/v1?modle=x", "modle"),
         ("asr", "pocketsphinx?no_such_key=1", "no_such_key"),
         ("asr", "faster-whisper?num_cpus=two", "num_cpus='two'"),
@@ -194,3 +194,59 @@ def test_the_failure_rule_counts_no_unscored_record() -> None:
     assert s.reasons.most_common(1) == [("parse: junk", 2)]
     assert s.fails(None) is False and s.fails(0.7) is True and s.fails(0.75) is False
     assert (t.attempted, t.failed, t.rate, t.fails(0.0)) == (0, 0, None, False)
+
+
+# --------------------------------------------------------------------------- option tables
+
+
+@pytest.mark.parametrize(
+    ("capability", "spec"),
+    [
+        ("transcribe", "faster-whisper"),
+        ("transcribe", "mock:fixed?text=x"),
+        ("transcribe", "openai-compat:http://127.0.0.1:9/v1"),
+        ("synthesize", "openai-compat:http://127.0.0.1:9/v1"),
+        ("understand", "openai-compat:http://127.0.0.1:9/v1"),
+        ("synthesize", "piper"),
+        ("synthesize", "espeak-ng:en-us"),
+        ("duplex", "reference:careful"),
+        ("duplex", "realtime:ws://127.0.0.1:9/v1"),
+        ("duplex", "echo"),
+        ("duplex", "energy"),
+        ("understand", "dnsmos-human"),
+        ("understand", "resemblyzer"),
+    ],
+)
+def test_every_backend_refuses_a_key_outside_its_table(capability: str, spec: str) -> None:
+    info = REGISTRY.backend(capability, parse_spec(spec).backend)
+    if info.missing():
+        pytest.skip(f"{info.name} is not installed here ({info.install_hint()})")
+    REGISTRY.check(capability, spec)  # the spec itself is fine
+    sep = "&" if "?" in spec else "?"
+    with pytest.raises(SpecError, match="zz_typo"):
+        REGISTRY.check(capability, f"{spec}{sep}zz_typo=1")
+    # a key of the table for another capability is refused too
+    others = {o.name for o in info.options} - {o.name for o in info.options_for(capability)}
+    for key in sorted(others)[:1]:
+        with pytest.raises(SpecError, match=key):
+            REGISTRY.check(capability, f"{spec}{sep}{key}=1")
+
+
+def test_no_backend_gives_a_harness_key_another_meaning() -> None:
+    for info in REGISTRY.backends():
+        for o in info.options:
+            assert o.name not in HARNESS_OPTIONS, (info.name, o.name)
+            assert o.kind in ("str", "int", "float", "bool"), (info.name, o.name)
+            assert o.help, (info.name, o.name)
+
+
+def test_ls_backend_prints_its_option_table(capsys: pytest.CaptureFixture[str]) -> None:
+    main_code = _exit_code(["ls", "piper"])
+    out = capsys.readouterr().out
+    assert main_code == 0
+    info = REGISTRY.backend("synthesize", "piper")
+    for o in info.options:
+        assert o.name in out
+    assert "harness keys" in out and "num_cpus" in out and "*_env" in out
+    assert _exit_code(["ls", "pythn"]) == 2
+    assert "Did you mean python" in capsys.readouterr().err

@@ -1,13 +1,24 @@
-"""``voxeval ls``."""
+"""``voxeval ls [BACKEND]``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from voxeval.core.registry import BackendInfo
 
 
 @click.command()
-def ls() -> None:
-    """List suites and system backends, and whether each backend is usable here (and why not)."""
+@click.argument("backend", required=False)
+def ls(backend: str | None) -> None:
+    """List suites and system backends, and whether each backend is usable here (and why not).
+
+    With BACKEND: that backend's target, its option table and the harness's keys.
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -15,6 +26,9 @@ def ls() -> None:
     from voxeval.core.registry import REGISTRY
 
     console = Console()
+    if backend:
+        _one_backend(console, backend)
+        return
     suites = Table(title="Suites")
     suites.add_column("suite")
     suites.add_column("description")
@@ -23,15 +37,54 @@ def ls() -> None:
             continue
         suites.add_row(escape(s.name), escape(s.description))
     console.print(suites)
-    systems = Table(title="Systems")
+    systems = Table(title="Systems (voxeval ls BACKEND: its options)")
     for col in ("backend", "capabilities", "usable", "description"):
         systems.add_column(col)
     for b in sorted(REGISTRY.backends(), key=lambda b: b.name):
-        missing = b.missing()
-        usable = (
-            "[green]yes[/]"
-            if not missing
-            else f"[red]no[/]: missing {escape(', '.join(missing))} ({escape(b.install_hint())})"
+        systems.add_row(
+            escape(b.name), ", ".join(b.capabilities), _usable(b), escape(b.description)
         )
-        systems.add_row(escape(b.name), ", ".join(b.capabilities), usable, escape(b.description))
     console.print(systems)
+
+
+def _usable(b: BackendInfo) -> str:
+    from rich.markup import escape
+
+    missing = b.missing()
+    if not missing:
+        return "[green]yes[/]"
+    return f"[red]no[/]: missing {escape(', '.join(missing))} ({escape(b.install_hint())})"
+
+
+def _one_backend(out: Console, name: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from voxeval.core.errors import SpecError
+    from voxeval.core.registry import REGISTRY, _miss
+    from voxeval.core.specs import HARNESS_OPTIONS
+
+    infos = {b.name: b for b in REGISTRY.backends()}
+    info = infos.get(name)
+    if info is None:
+        raise SpecError(_miss("backend", name, list(infos)))
+    out.print(f"[bold]{escape(info.name)}[/]: {escape(info.description)}")
+    out.print(f"capabilities: {', '.join(info.capabilities)}; usable: {_usable(info)}")
+    if info.target:
+        out.print(f"target: {escape(info.target)}")
+    table = Table(title=f"{info.name} options")
+    for col in ("option", "type", "default", "applies to", "meaning"):
+        table.add_column(col)
+    for o in info.options:
+        applies = ", ".join(o.capabilities) or "all"
+        table.add_row(o.name, o.kind, escape(o.default or "-"), applies, escape(o.help))
+    if info.options:
+        out.print(table)
+    else:
+        out.print("options: none of its own")
+    if info.more_options:
+        out.print(f"also: {escape(info.more_options)}")
+    out.print(
+        f"harness keys (every backend): {', '.join(HARNESS_OPTIONS)}, and any *_env "
+        "(the name of an environment variable holding a secret)"
+    )

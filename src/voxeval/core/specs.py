@@ -25,6 +25,19 @@ def is_harness_option(key: str) -> bool:
 
 
 @dataclass(frozen=True)
+class OptionInfo:
+    """One option a backend reads from its spec: ``kind`` is ``str``, ``int``, ``float`` or
+    ``bool``; ``default`` as text (``""``: none); ``capabilities``: where it applies (empty:
+    every capability of the backend)."""
+
+    name: str
+    kind: str
+    default: str
+    help: str
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SystemSpec:
     """A parsed spec. ``raw`` is the string as given (it names the system in records)."""
 
@@ -43,16 +56,16 @@ class SystemSpec:
         arguments) hands on."""
         return {k: v for k, v in self.options.items() if not is_harness_option(k)}
 
-    def check_options(self, known: Iterable[str], what: str | None = None) -> None:
+    def check_options(self, known: Iterable[str | OptionInfo], what: str | None = None) -> None:
         """Refuse options neither the backend (``known``) nor the harness
         (:func:`is_harness_option`) knows: a typo must not be silently ignored. The harness's
         numeric keys (``num_cpus``, ``num_gpus``) must be numbers >= 0."""
-        known = set(known)
-        unknown = sorted(k for k in self.options if k not in known and not is_harness_option(k))
+        names = {k.name if isinstance(k, OptionInfo) else k for k in known}
+        unknown = sorted(k for k in self.options if k not in names and not is_harness_option(k))
         if unknown:
             raise SpecError(
                 f"unknown {what or self.backend} option(s) {', '.join(unknown)} in {self.raw!r}; "
-                f"known: {', '.join(sorted(known)) or '(none)'} (and the harness's "
+                f"known: {', '.join(sorted(names)) or '(none)'} (and the harness's "
                 f"{', '.join(HARNESS_OPTIONS)}, *_env)"
             )
         for key in ("num_cpus", "num_gpus"):

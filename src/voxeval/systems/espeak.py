@@ -29,11 +29,11 @@ import numpy as np
 
 from voxeval.core.audio import Audio
 from voxeval.core.errors import BackendUnavailable, InputError, SystemOutputError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec, parse_spec
 
 INSTALL_HINT = "apt-get install espeak-ng  (macOS: brew install espeak-ng)"
 DEFAULT_VOICE = "en-us"
-_KNOWN_OPTIONS = {"speed", "pitch", "amplitude", "word_gap", "bin"}
 _TIMEOUT_S = 60.0
 
 
@@ -129,7 +129,7 @@ class EspeakSynthesizer:
     """espeak-ng behind the ``synthesize`` capability (see the module docstring)."""
 
     def __init__(self, spec: SystemSpec) -> None:
-        spec.check_options(_KNOWN_OPTIONS, "espeak-ng")
+        spec.check_options(options_of("espeak-ng", "synthesize"), "espeak-ng")
         self.spec = spec
         self.binary = require_espeak(spec.option("bin"))
         self.voice = (spec.target or DEFAULT_VOICE).strip()

@@ -29,21 +29,13 @@ from typing import Any
 import numpy as np
 
 from voxeval.core.errors import BackendUnavailable, InputError, SpecError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
 from voxeval.systems.base import Transcript, Word
 
 __all__ = ["FasterWhisperTranscriber", "build"]
 
 ALLOW_DOWNLOADS_ENV = "VOXEVAL_ALLOW_DOWNLOADS"
-_KNOWN_OPTIONS = (
-    "compute_type",
-    "beam_size",
-    "threads",
-    "word_timestamps",
-    "language",
-    "no_repeat_ngram_size",
-    "prompt",
-)
 _INSTALL_HINT = "pip install 'voxeval[faster-whisper]'"
 
 
@@ -51,7 +43,7 @@ def build(spec: SystemSpec, capability: str) -> FasterWhisperTranscriber:
     """Registry factory: a faster-whisper transcriber for ``spec`` (model not loaded yet)."""
     if capability != "transcribe":
         raise SpecError(f"faster-whisper provides 'transcribe', not {capability!r}")
-    spec.check_options(_KNOWN_OPTIONS)
+    spec.check_options(options_of("faster-whisper", capability), "faster-whisper")
     model_path, model_name = _resolve_model(spec.target)
     language = spec.option("language")
     return FasterWhisperTranscriber(

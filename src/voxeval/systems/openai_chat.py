@@ -20,19 +20,19 @@ import numpy as np
 
 from voxeval.core.audio import Audio, resample
 from voxeval.core.errors import InputError, SystemOutputError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
-from voxeval.systems.openai_http import COMMON_OPTIONS, OpenAIClient, excerpt, wav_base64
+from voxeval.systems.openai_http import OpenAIClient, excerpt, wav_base64
 
 __all__ = ["DEFAULT_CHAT_MODEL", "OpenAICompatUnderstander", "build_chat"]
 
 DEFAULT_CHAT_MODEL = "gpt-4o-audio-preview"
-_KNOWN_OPTIONS = (*COMMON_OPTIONS, "seed", "max_tokens")
 _AUDIO_SR = 16_000
 
 
 def build_chat(spec: SystemSpec) -> OpenAICompatUnderstander:
     """Build the ``understand`` adapter from a checked ``openai-compat`` spec."""
-    spec.check_options(_KNOWN_OPTIONS, "openai-compat understand")
+    spec.check_options(options_of("openai-compat", "understand"), "openai-compat understand")
     seed_raw = spec.option("seed")
     max_raw = spec.option("max_tokens")
     return OpenAICompatUnderstander(

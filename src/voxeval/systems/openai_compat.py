@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from voxeval.core.errors import SpecError, SystemOutputError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
 from voxeval.systems.base import Transcript, coerce_transcript
 from voxeval.systems.openai_http import (
-    COMMON_OPTIONS,
     APIStatusError,
     OpenAIClient,
     check_base_url,
@@ -40,7 +40,6 @@ from voxeval.systems.openai_http import (
 
 __all__ = ["APIStatusError", "OpenAICompatTranscriber", "build"]
 
-_KNOWN_OPTIONS = (*COMMON_OPTIONS, "language", "response_format", "prompt")
 _FORMATS = ("verbose_json", "json", "text")
 _CAPABILITIES = ("transcribe", "synthesize", "understand")
 
@@ -58,7 +57,7 @@ def build(spec: SystemSpec, capability: str) -> Any:
         from voxeval.systems.openai_chat import build_chat
 
         return build_chat(spec)
-    spec.check_options(_KNOWN_OPTIONS)
+    spec.check_options(options_of("openai-compat", "transcribe"), "openai-compat transcribe")
     fmt = spec.option("response_format", "verbose_json") or "verbose_json"
     if fmt not in _FORMATS:
         raise SpecError(

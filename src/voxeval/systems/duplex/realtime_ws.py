@@ -113,6 +113,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
+from voxeval.core.registry import options_of
+from voxeval.core.specs import is_harness_option
 from voxeval.suites.duplex.live.agent_api import (
     AgentEvent,
     AgentOutput,
@@ -141,22 +143,7 @@ from voxeval.systems.duplex.realtime_protocol import (
 
 __all__ = ["LINK_OPTIONS", "RealtimeAgentLink", "RealtimeLinkFactory", "build"]
 
-LINK_OPTIONS = frozenset(
-    {
-        "protocol",
-        "key_env",
-        "turn_detection",
-        "barge_in",
-        "voice",
-        "instructions",
-        "transcribe",
-        "session_model",
-        "connect_timeout_s",
-        "send_timeout_s",
-        "endpoint_ms",
-        "threshold_dbfs",
-    }
-)
+LINK_OPTIONS = frozenset(o.name for o in options_of("realtime", "duplex"))
 """Spec options the link reads from a ``ws://`` URL's query (the rest stay in the URL)."""
 
 _ERROR_CAP = 20
@@ -1090,7 +1077,6 @@ def build(spec: Any, capability: str) -> RealtimeLinkFactory:
     are taken out of the URL, everything else in the query (``model=...``) stays in it.
     """
     from voxeval.core.errors import SpecError
-    from voxeval.core.specs import is_harness_option
 
     if capability != "duplex":
         raise SpecError(f"the realtime backend provides duplex, not {capability!r}")
