@@ -250,3 +250,34 @@ def test_ls_backend_prints_its_option_table(capsys: pytest.CaptureFixture[str]) 
     assert "harness keys" in out and "num_cpus" in out and "*_env" in out
     assert _exit_code(["ls", "pythn"]) == 2
     assert "Did you mean python" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- python: specs
+
+
+@pytest.mark.live  # runs the installed `voxeval` command in a fresh process
+def test_python_specs_import_from_the_current_directory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "my_engine.py").write_text(
+        "def make(word='hello'):\n    return lambda audio, sample_rate: word\n"
+    )
+    manifest = make_manifest(tmp_path / "m.jsonl", limit=2)
+    exe = str(Path(sys.executable).parent / "voxeval")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+
+    def run(spec: str) -> subprocess.CompletedProcess[str]:
+        argv = [exe, "asr", "run", "-m", str(manifest), "-s", spec, "--out", "runs"]
+        argv.append("--no-progress")
+        return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    ok = run("python:my_engine:make?word=yes")
+    assert ok.returncode == 0, ok.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
+    assert {r["output"]["pred_text"] for r in recs} == {"yes"}
+    missing = run("python:not_my_engine:make")
+    assert missing.returncode == 2
+    assert "not found in the current directory" in missing.stderr
+    assert str(tmp_path) in missing.stderr and "module search path" in missing.stderr

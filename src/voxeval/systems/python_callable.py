@@ -64,7 +64,7 @@ def build(spec: SystemSpec, capability: str) -> Any:
     module_name, _, attr = (spec.target or "").partition(":")
     if not module_name or not attr:
         raise SpecError(f"python backend needs 'python:module:factory', got {spec.raw!r}")
-    factory = _import_attr(module_name, attr)
+    factory = import_attr(module_name, attr)
     if not callable(factory):
         raise InputError(
             f"{module_name}:{attr} is a {type(factory).__name__}, not a callable factory"
@@ -85,14 +85,26 @@ def build(spec: SystemSpec, capability: str) -> Any:
     return wrapper(obj, target=f"{module_name}:{attr}", options=spec.backend_options, spec=spec.raw)
 
 
-def _import_attr(module_name: str, attr: str) -> Any:
+def import_attr(module_name: str, attr: str) -> Any:
+    """``module:attr`` of a ``python:`` spec. The current directory is searched too (after
+    everything else on ``sys.path``), as ``python -m`` and pytest do; when the module is
+    still not found, the error lists where it was looked for."""
+    import os
+    import sys
+
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name == module_name or module_name.startswith(f"{exc.name}."):
+            where = [p or "." for p in sys.path]
+            shown = ", ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
             raise InputError(
-                f"cannot import module {module_name!r}: not found on sys.path "
-                "(install it, or run from the directory that contains it)"
+                f"cannot import module {module_name!r}: not found in the current directory "
+                f"({cwd}) or on the module search path ({shown}); install it, run from the "
+                "directory that contains it, or add that directory to PYTHONPATH"
             ) from None
         raise InputError(f"module {module_name!r} failed to import: {exc}") from exc
     except Exception as exc:

@@ -4,7 +4,6 @@ session) carrying an ``info`` dict that the run records."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from voxeval.core.errors import InputError, SpecError
@@ -74,10 +73,9 @@ def build_python_agent(spec: SystemSpec, capability: str) -> _Factory:
     module_name, _, attr = (spec.target or "").partition(":")
     if not module_name or not attr:
         raise SpecError(f"python agent needs 'python:module:factory', got {spec.raw!r}")
-    try:
-        make = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"{spec.raw}: cannot import {module_name}:{attr} ({exc})") from None
+    from voxeval.systems.python_callable import import_attr
+
+    make = import_attr(module_name, attr)
     if not callable(make):
         raise InputError(f"{module_name}:{attr} is not callable")
     options = spec.backend_options
