@@ -281,3 +281,15 @@ def test_python_specs_import_from_the_current_directory(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "not found in the current directory" in missing.stderr
     assert str(tmp_path) in missing.stderr and "module search path" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("typo", "near"), [("compre", "compare"), ("asrr", "asr"), ("dmeo", "demo")]
+)
+def test_a_mistyped_command_names_the_nearest_one(
+    typo: str, near: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _exit_code([typo]) == 2
+    assert f"Did you mean '{near}'?" in capsys.readouterr().err
+    assert _exit_code(["asr", "rnu"]) == 2  # subcommands, as click does
+    assert "Did you mean 'run'?" in capsys.readouterr().err
