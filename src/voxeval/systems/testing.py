@@ -48,7 +48,9 @@ def check_transcriber(
 ) -> list[str]:
     """Exercise a transcriber and return the problems found (an empty list means it conforms).
 
-    ``system`` is a Transcriber or a spec string (built through the registry). The check
+    ``system`` is a Transcriber, a spec string (built through the registry), or anything
+    the ``python:`` backend accepts from a factory (an object with ``transcribe(audio)``, a
+    callable ``f(audio, sample_rate)``), wrapped the same way. The check
     calls ``load()``, transcribes 1 s of digital silence and ``audio`` (mono float32 at the
     system's rate; a synthetic vowel-like signal when omitted), and checks: a
     :class:`Transcript` with ``str`` text, words with finite non-decreasing times inside the
@@ -63,10 +65,12 @@ def check_transcriber(
             system = _build("transcribe", system)
         except Exception as exc:
             return [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
+    declared = getattr(system, "sample_rate", None)  # before a wrapper defaults it
+    system = _as_system(system, "transcribe")
     for attr in ("load", "transcribe", "describe"):
         if not callable(getattr(system, attr, None)):
             problems.append(f"missing method {attr}()")
-    rate = getattr(system, "sample_rate", None)
+    rate = getattr(system, "sample_rate", None) if declared is None else declared
     if not isinstance(rate, int) or isinstance(rate, bool) or rate <= 0:
         problems.append(f"sample_rate must be a positive int, got {rate!r}")
         rate = 16_000
@@ -184,6 +188,27 @@ def _check_describe(system: Any) -> list[str]:
     return []
 
 
+def _as_system(system: Any, capability: str) -> Any:
+    """``system`` as the ``python:`` backend would wrap it: an object or a plain callable
+    that lacks the protocol's ``load``/``describe`` (a ``transcribe(audio)`` object, an
+    ``f(audio, sample_rate)`` function) is wrapped like a factory's result; a full adapter,
+    or something the wrapper refuses, is returned as it is (its problems are then listed)."""
+    if all(callable(getattr(system, a, None)) for a in ("load", capability, "describe")):
+        return system
+    from voxeval.core.errors import InputError
+    from voxeval.systems import python_callable as pc
+
+    wrapper = {
+        "transcribe": pc.CallableTranscriber,
+        "synthesize": pc.CallableSynthesizer,
+        "understand": pc.CallableUnderstander,
+    }[capability]
+    try:
+        return wrapper(system, target=type(system).__name__, spec="python object")
+    except InputError:
+        return system
+
+
 def _build(capability: str, spec: str) -> Any:
     from voxeval.core.registry import REGISTRY
 
@@ -199,6 +224,7 @@ def _build_and_load(system: Any, capability: str) -> tuple[Any, list[str]]:
             system = _build(capability, system)
         except Exception as exc:
             return system, [f"building {system!r} failed: {type(exc).__name__}: {exc}"]
+    system = _as_system(system, capability)
     problems = [
         f"missing method {a}()"
         for a in ("load", capability, "describe")
