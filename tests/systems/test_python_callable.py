@@ -152,7 +152,9 @@ def test_plain_callable_receives_sample_rate(user_module: str, clip: np.ndarray)
 
 
 def test_import_and_attribute_errors(user_module: str) -> None:
-    with pytest.raises(InputError, match=r"not found in the current directory .* module search path"):
+    with pytest.raises(
+        InputError, match=r"not found in the current directory .* module search path"
+    ):
         REGISTRY.build("transcribe", "python:voxeval_no_such_module_xyz:make")
     with pytest.raises(InputError) as err:
         REGISTRY.build("transcribe", f"python:{user_module}:make_energi")
