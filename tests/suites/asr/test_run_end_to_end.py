@@ -60,7 +60,7 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
         {"id": "emptyref", "audio_filepath": str(src), "text": "", "speaker": "LJ"},
     ]
     m.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
-    code, out, _ = _run(
+    code, out, err = _run(
         [
             "asr",
             "run",
@@ -75,7 +75,10 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
             "--no-progress",
         ]
     )
-    assert code == 0
+    # mock:fail failed every item: exit 1 (voxeval.core.failures), the run is still written
+    assert code == 1
+    assert "mock:fail: 8/8 failed: system_load: " in err
+    assert f"{ENGINE}: 2/8 failed: " in err and "exit 1: a system failed every item" in err
     run = Path(out.strip().splitlines()[-1])
     assert run.parent == tmp_path / "runs" and (run / "report.html").exists()
     recs = {(r["id"], r["system"]): r for r in _records(run)}
@@ -116,7 +119,7 @@ def test_hang_and_garbage_are_records(tmp_path: Path, data_dir: Path) -> None:
             "--no-progress",
         ]
     )
-    assert code == 0
+    assert code == 1  # both systems failed every item
     recs = _records(Path(out.strip().splitlines()[-1]))
     by = {(r["id"], r["system"]): r["status"] for r in recs}
     # the warm-up call already hangs: the system is recorded as failing to load, per item

@@ -16,9 +16,9 @@ from voxeval.cli.main import cli
 PARITY = SHARED / "parity"
 
 
-def _invoke(args: list[str], env: dict[str, str] | None = None) -> Path:
+def _invoke(args: list[str], env: dict[str, str] | None = None, code: int = 0) -> Path:
     res = CliRunner().invoke(cli, args, catch_exceptions=False, env=env)
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == code, res.output
     return Path(res.stdout.strip().splitlines()[-1])
 
 
@@ -137,8 +137,19 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
     # without the key the server refuses: every item is an error record, the run still ends
     with FakeOpenAIServer(token=secret) as server:
         spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXEVAL_TEST_KEY_ABSENT&retries=0"
-        run2 = _invoke(
-            ["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r2"), "--no-progress"]
+        run2 = _invoke(  # a system that failed every item: exit 1, the run still written
+            [
+                "asr",
+                "run",
+                "-m",
+                str(m),
+                "-s",
+                spec,
+                "--out",
+                str(tmp_path / "r2"),
+                "--no-progress",
+            ],
+            code=1,
         )
     recs2 = [json.loads(x) for x in (run2 / "records.jsonl").read_text().splitlines()]
     assert {r["status"] for r in recs2} == {"error"} and "401" in recs2[0]["error"]["message"]
