@@ -290,3 +290,35 @@ def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
     assert cmp["overall"]["n"] >= 2  # the shared scored items (quality; dates need ASR)
     o = cmp["overall"]
     assert o["ci_lo"] <= o["diff"] <= o["ci_hi"]
+
+
+@pytest.mark.slow
+def test_items_whose_ids_look_alike_get_their_own_files(tmp_path: Path) -> None:
+    """``a b`` and ``a_b`` used to share ``a_b.wav``; ``x.r1`` and ``x`` repeat 1 would share
+    ``x.r1.wav``. Each item and repeat now has its own file, with its own audio."""
+    from voxeval.suites.tts.runner import item_filename
+
+    assert item_filename("a_b", 0) == "a_b.wav"  # a safe id keeps its name
+    names = {item_filename(i, r) for i, r in [("a b", 0), ("a_b", 0), ("x.r1", 0), ("x", 1)]}
+    assert len(names) == 4
+    manifest = tmp_path / "items.jsonl"
+    texts = {"a b": "The first sentence.", "a_b": "A second, longer sentence here."}
+    manifest.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": i,
+                    "text": t,
+                    "labels": {"dimension": "audio_quality", "eval": "general_quality"},
+                }
+            )
+            + "\n"
+            for i, t in texts.items()
+        )
+    )
+    store = run_tts(["espeak-ng:en-us"], tmp_path / "out", items=str(manifest), asr=None)
+    recs = {i: r for (i, _), r in _records(store).items()}
+    paths = {i: store.path / r["output"]["audio_path"] for i, r in recs.items()}
+    assert len(set(paths.values())) == 2
+    durations = {i: sf.info(str(p)).duration for i, p in paths.items()}
+    assert durations["a_b"] > durations["a b"]  # each file holds its own item's audio

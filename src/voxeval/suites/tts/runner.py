@@ -80,8 +80,13 @@ def system_slug(spec: str) -> str:
 
 
 def item_filename(item_id: str, repeat: int) -> str:
-    """``<item_id>.wav`` (repeat 0) or ``<item_id>.r<k>.wav``, unsafe characters replaced."""
+    """``<item_id>.wav`` (repeat 0) or ``<item_id>.r<k>.wav``. An id that had to be changed
+    (unsafe characters replaced) or that ends like a repeat suffix (``x.r1``) gets a short
+    hash of the id, so two items never share a file (``a b`` and ``a_b``; ``x.r1`` and
+    ``x`` repeat 1)."""
     base = re.sub(r"[^A-Za-z0-9._+-]+", "_", item_id).strip(".") or "item"
+    if base != item_id or re.search(r"\.r\d+$", base):
+        base = f"{base[:80]}-{hashlib.sha1(item_id.encode()).hexdigest()[:8]}"
     return f"{base}.wav" if repeat == 0 else f"{base}.r{repeat}.wav"
 
 
