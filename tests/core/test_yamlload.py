@@ -38,3 +38,37 @@ def test_a_syntax_error_is_a_yaml_error_with_its_line() -> None:
     with pytest.raises(yaml.MarkedYAMLError) as err:
         yamlload.safe_load("a: 1\nb: [2, 3\nc: 4\n")
     assert err.value.problem_mark is not None and err.value.problem_mark.line >= 1
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for k in range(1, levels):
+        lines.append(f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_before_anything_walks_it(tmp_path: Path) -> None:
+    from voxeval.cli.main import main
+    from voxeval.core.yamlload import AliasBombError, compose, expanded_size, safe_load
+
+    text = _bomb()
+    assert len(text) < 600
+    with pytest.raises(AliasBombError, match="expand beyond 200000 nodes"):
+        safe_load(text)
+    with pytest.raises(AliasBombError):
+        compose(text)
+    # ordinary aliases still load, and their expanded size is counted exactly
+    ok = "base: &b {x: 1, y: [1, 2]}\none: *b\ntwo: *b\n"
+    assert safe_load(ok) == {
+        "base": {"x": 1, "y": [1, 2]},
+        "one": {"x": 1, "y": [1, 2]},
+        "two": {"x": 1, "y": [1, 2]},
+    }
+    node = compose(ok)
+    # root + 3 keys + 3 x (mapping + 2 keys + 1 + sequence of 2)
+    assert node is not None and expanded_size(node) == 1 + 3 + 3 * 7
+    scenario = tmp_path / "bomb.yaml"
+    scenario.write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        main(["duplex", "validate", str(scenario)])
+    assert exc.value.code == 1

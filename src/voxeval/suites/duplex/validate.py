@@ -195,8 +195,12 @@ def _parse_yaml(path: Path, name: str | None = None) -> _Doc:
         if doc.node is None:
             doc.problems.append(Problem(doc.file, 1, None, "error", "empty document"))
             return doc
+        yamlload.expanded_size(doc.node)  # before anything walks an alias bomb
         doc.problems += _duplicate_keys(doc.node, doc.file)
         doc.data = loader.construct_document(doc.node)
+    except yamlload.AliasBombError as exc:
+        doc.problems.append(Problem(doc.file, None, None, "error", str(exc)))
+        doc.node = doc.data = None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
