@@ -121,7 +121,7 @@ def test_table_errors(tmp_path: Path) -> None:
 def test_spec_errors() -> None:
     with pytest.raises(SpecError, match="modes: silence"):
         REGISTRY.build("transcribe", "mock:echo")
-    with pytest.raises(SpecError, match="unknown mock fixed option"):
+    with pytest.raises(SpecError, match=r"unknown mock transcribe option\(s\) txt.*known: default"):
         REGISTRY.build("transcribe", "mock:fixed?txt=a")
     with pytest.raises(SpecError):
         REGISTRY.build("transcribe", "mock:fixed?fail_every=two")
