@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import load_audio, rms_dbfs
+from voxeval.core.audio import decode_audio_bytes, load_audio, rms_dbfs
 from voxeval.core.errors import AudioError
 
 
@@ -49,10 +49,24 @@ def test_errors_have_kinds(tmp_path: Path, data_dir: Path) -> None:
     assert e4.value.kind in ("empty", "unreadable")
 
 
-def test_truncated_real_file_still_reads_what_is_there(data_dir: Path, tmp_path: Path) -> None:
+def test_a_truncated_real_file_is_an_error_not_a_shorter_clip(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The header says 9.66 s, the data holds half: scoring it as complete would be a silent
+    wrong answer (a deletion-heavy WER for the system), so it is ``truncated``."""
     src = (data_dir / "read_speech/ljspeech/LJ001-0001.wav").read_bytes()
     cut = tmp_path / "cut.wav"
     cut.write_bytes(src[: len(src) // 2])
-    a = load_audio(cut)
-    full = load_audio(data_dir / "read_speech/ljspeech/LJ001-0001.wav")
-    assert 0.3 * full.duration < a.duration < 0.7 * full.duration
+    with pytest.raises(AudioError) as exc:
+        load_audio(cut)
+    assert exc.value.kind == "truncated" and "header declares 425786 data bytes" in str(exc.value)
+    with pytest.raises(AudioError) as exc2:
+        decode_audio_bytes(src[: len(src) // 2])
+    assert exc2.value.kind == "truncated"
+    # the complete file still reads, and so does a streaming WAV whose size was never filled in
+    assert load_audio(data_dir / "read_speech/ljspeech/LJ001-0001.wav").duration > 9.6
+    streamed = bytearray(src)
+    pos = streamed.index(b"data")
+    streamed[pos + 4 : pos + 8] = (0xFFFFFFFF).to_bytes(4, "little")
+    (tmp_path / "stream.wav").write_bytes(bytes(streamed))
+    assert load_audio(tmp_path / "stream.wav").duration > 9.6

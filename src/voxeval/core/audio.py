@@ -26,18 +26,30 @@ class Audio:
         return len(self.samples) / self.sr if self.sr else 0.0
 
 
-def load_audio(path: str | Path, sr: int | None = TARGET_SR) -> Audio:
+def load_audio(
+    path: str | Path,
+    sr: int | None = TARGET_SR,
+    *,
+    offset: float | None = None,
+    duration: float | None = None,
+) -> Audio:
     """Read ``path`` (WAV/FLAC/OGG via libsndfile, other formats via PyAV), downmix, resample.
 
-    Raises ``AudioError`` with kind ``missing``, ``unreadable`` or ``empty``.
+    ``offset``/``duration`` (seconds) read one segment of a longer recording; a segment that
+    runs past the end of the file is ``truncated``, as is a WAV whose data chunk is shorter
+    than its header declares. Raises ``AudioError`` with kind ``missing``, ``unreadable``,
+    ``empty`` or ``truncated``.
     """
     p = Path(path)
     if not p.exists():
         raise AudioError(f"audio file not found: {p}", kind="missing")
     if p.stat().st_size == 0:
         raise AudioError(f"audio file is empty (0 bytes): {p}", kind="empty")
+    _check_wav_complete(p)
     try:
-        samples, file_sr = _read_soundfile(p)
+        samples, file_sr = _read_soundfile(p, offset, duration)
+    except AudioError:
+        raise
     except Exception as sf_exc:  # libsndfile cannot read it: try FFmpeg through PyAV
         try:
             samples, file_sr = _read_av(p)
@@ -45,18 +57,119 @@ def load_audio(path: str | Path, sr: int | None = TARGET_SR) -> Audio:
             raise AudioError(f"cannot read audio {p}: {sf_exc}", kind="unreadable") from None
         except Exception as av_exc:
             raise AudioError(f"cannot read audio {p}: {av_exc}", kind="unreadable") from None
+        samples = _segment(samples, int(file_sr), offset, duration, str(p))
+    return _finish(samples, int(file_sr), sr, str(p))
+
+
+def decode_audio_bytes(
+    data: bytes,
+    sr: int | None = TARGET_SR,
+    *,
+    where: str = "audio bytes",
+    offset: float | None = None,
+    duration: float | None = None,
+) -> Audio:
+    """Decode an encoded file held in memory (WAV/FLAC/OGG/MP3 bytes, e.g. a Hugging Face
+    audio cell), with the same checks as :func:`load_audio`."""
+    if not data:
+        raise AudioError(f"{where}: no audio bytes", kind="empty")
+    import soundfile as sf
+
+    if data[:4] == b"RIFF":
+        _check_wav_header(data[:65536], len(data), where)
+    try:
+        raw, file_sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise AudioError(f"cannot decode {where}: {exc}", kind="unreadable") from None
+    samples = raw.mean(axis=1) if raw.shape[1] > 1 else raw[:, 0]
+    samples = _segment(samples, int(file_sr), offset, duration, where)
+    return _finish(samples, int(file_sr), sr, where)
+
+
+def _finish(samples: np.ndarray, file_sr: int, sr: int | None, where: str) -> Audio:
     if samples.size == 0:
-        raise AudioError(f"audio has no samples: {p}", kind="empty")
+        raise AudioError(f"audio has no samples: {where}", kind="empty")
     if not np.all(np.isfinite(samples)):
-        raise AudioError(f"audio has NaN or infinite samples: {p}", kind="unreadable")
+        raise AudioError(f"audio has NaN or infinite samples: {where}", kind="unreadable")
     audio = Audio(samples.astype(np.float32, copy=False), int(file_sr))
     return resample(audio, sr) if sr else audio
 
 
-def _read_soundfile(p: Path) -> tuple[np.ndarray, int]:
+def _segment(
+    samples: np.ndarray, file_sr: int, offset: float | None, duration: float | None, where: str
+) -> np.ndarray:
+    """``samples[offset : offset + duration]``; past the end is ``truncated``."""
+    if offset is None and duration is None:
+        return samples
+    start = round((offset or 0.0) * file_sr)
+    stop = len(samples) if duration is None else start + round(duration * file_sr)
+    if start < 0 or (duration is not None and duration <= 0):
+        raise AudioError(f"{where}: bad segment offset={offset} duration={duration}")
+    if stop > len(samples) + _SEGMENT_SLACK * file_sr:
+        raise AudioError(
+            f"{where}: segment {start / file_sr:.3f}-{stop / file_sr:.3f} s runs past the end "
+            f"of the audio ({len(samples) / file_sr:.3f} s)",
+            kind="truncated",
+        )
+    return samples[start:stop]
+
+
+_SEGMENT_SLACK = 0.02
+"""Seconds a segment may run past the end (rounding of offsets written to 10 ms)."""
+
+
+def _check_wav_complete(p: Path) -> None:
+    with open(p, "rb") as fh:
+        head = fh.read(65536)
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        _check_wav_header(head, p.stat().st_size, str(p))
+
+
+def _check_wav_header(head: bytes, size: int, where: str) -> None:
+    """A RIFF/WAVE file whose ``data`` chunk declares more bytes than the file holds is
+    ``truncated`` (libsndfile would silently read what is there). Sizes 0 and 0xFFFFFFFF
+    (streaming writers that never went back to fill them in) are not checked."""
+    if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return
+    pos = 12
+    while pos + 8 <= len(head):
+        cid, n = head[pos : pos + 4], int.from_bytes(head[pos + 4 : pos + 8], "little")
+        if cid == b"data":
+            if n in (0, 0xFFFFFFFF):
+                return
+            have = size - (pos + 8)
+            if have < n:
+                raise AudioError(
+                    f"{where}: truncated WAV: the header declares {n} data bytes, the file "
+                    f"holds {max(have, 0)} ({100 * max(have, 0) / n:.0f} %)",
+                    kind="truncated",
+                )
+            return
+        pos += 8 + n + (n & 1)
+
+
+def _read_soundfile(
+    p: Path, offset: float | None = None, duration: float | None = None
+) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
-    data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
+    if offset is None and duration is None:
+        data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
+    else:
+        info = sf.info(str(p))
+        file_sr = info.samplerate
+        start = round((offset or 0.0) * file_sr)
+        frames = -1 if duration is None else round(duration * file_sr)
+        if start < 0 or (duration is not None and duration <= 0):
+            raise AudioError(f"{p}: bad segment offset={offset} duration={duration}")
+        end = info.frames if frames < 0 else start + frames
+        if end > info.frames + _SEGMENT_SLACK * file_sr:
+            raise AudioError(
+                f"{p}: segment {start / file_sr:.3f}-{end / file_sr:.3f} s runs past the end "
+                f"of the file ({info.frames / file_sr:.3f} s)",
+                kind="truncated",
+            )
+        data, file_sr = sf.read(str(p), start=start, frames=frames, dtype="float32", always_2d=True)
     return data.mean(axis=1) if data.shape[1] > 1 else data[:, 0], int(file_sr)
 
 

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.errors import InputError, ManifestError
+from voxeval.core.audio import TARGET_SR, Audio, decode_audio_bytes, load_audio
+from voxeval.core.errors import AudioError, InputError, ManifestError
 
-ITEM_FIELDS = ("id", "audio_filepath", "audio", "duration", "text", "speaker", "labels", "meta")
+ITEM_FIELDS = (
+    "id",
+    "audio_filepath",
+    "audio",
+    "offset",
+    "duration",
+    "text",
+    "speaker",
+    "labels",
+    "meta",
+    "audio_row",
+    "audio_column",
+)
 
 
 @dataclass
@@ -19,16 +33,24 @@ class Item:
 
     ``audio_filepath`` is resolved against the manifest's folder when relative; ``audio``
     holds paths of multi-clip items. Fields the schema does not know are kept in ``meta``.
+    ``offset`` (seconds) starts the item inside a longer recording and ``duration`` bounds it
+    (NeMo, Kaldi ``segments``, lhotse cuts); without ``offset``, ``duration`` is what the file
+    should hold, and a file shorter than it is ``truncated``. ``audio_row``/``audio_column``
+    name a cell of a table file (Parquet or Arrow, Hugging Face audio ``{bytes, path}``) that
+    holds the encoded audio: ``audio_filepath`` is then that table file.
     """
 
     id: str
     audio_filepath: str | None = None
     audio: list[str] | None = None
+    offset: float | None = None
     duration: float | None = None
     text: str | None = None
     speaker: str | None = None
     labels: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    audio_row: int | None = None
+    audio_column: str | None = None
     problem: str | None = field(default=None, compare=False)
     """Why this item cannot be scored though its line parsed (e.g. text not UTF-8)."""
 
@@ -37,11 +59,14 @@ class Item:
             "id": self.id,
             "audio_filepath": self.audio_filepath,
             "audio": self.audio,
+            "offset": self.offset,
             "duration": self.duration,
             "text": self.text,
             "speaker": self.speaker,
             "labels": self.labels,
             "meta": self.meta,
+            "audio_row": self.audio_row,
+            "audio_column": self.audio_column,
         }
         return {k: v for k, v in d.items() if v not in (None, {}, [])}
 
@@ -58,6 +83,8 @@ class Item:
             raise ValueError("line is not a JSON object")
         item_id = d.get("id")
         audio_fp = d.get("audio_filepath")
+        if audio_fp is not None and not isinstance(audio_fp, str):
+            raise ValueError(f"'audio_filepath' must be a path string, not {audio_fp!r}")
         if item_id is None or item_id == "":
             if not audio_fp:
                 raise ValueError("no 'id' and no 'audio_filepath' to derive one from")
@@ -81,12 +108,11 @@ class Item:
         text = d.get("text")
         if text is not None and not isinstance(text, str):
             raise ValueError("'text' must be a string")
-        duration = d.get("duration")
-        if duration is not None:
-            try:
-                duration = float(duration)
-            except (TypeError, ValueError):
-                raise ValueError(f"'duration' is not a number: {duration!r}") from None
+        duration = _seconds(d, "duration")
+        offset = _seconds(d, "offset")
+        row = d.get("audio_row")
+        if row is not None and (not isinstance(row, int) or row < 0):
+            raise ValueError(f"'audio_row' must be a row number >= 0, not {row!r}")
         audio = d.get("audio")
         if audio is not None and not (
             isinstance(audio, list) and all(isinstance(a, str) for a in audio)
@@ -96,12 +122,71 @@ class Item:
             id=str(item_id),
             audio_filepath=_resolve(audio_fp, base_dir) if audio_fp else None,
             audio=[_resolve(a, base_dir) for a in audio] if audio else None,
+            offset=offset,
             duration=duration,
             text=text,
             speaker=None if d.get("speaker") is None else str(d.get("speaker")),
             labels=labels,
             meta=meta,
+            audio_row=row,
+            audio_column=None if d.get("audio_column") is None else str(d["audio_column"]),
         )
+
+
+def _seconds(d: dict[str, Any], key: str) -> float | None:
+    value = d.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key!r} is not a number: {value!r}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{key!r} must be a finite number >= 0, not {value!r}")
+    return seconds
+
+
+DURATION_TOLERANCE_S = 0.1
+"""A file may be this much (plus 1 %) shorter than its manifest ``duration``."""
+
+
+def load_item_audio(item: Item, sr: int | None = TARGET_SR) -> Audio:
+    """The item's audio: its file, its segment of a longer file, or its cell of a table file.
+
+    A file shorter than the manifest's ``duration`` (beyond 0.1 s + 1 %) is ``truncated``,
+    never scored as if it were complete.
+    """
+    if not item.audio_filepath:
+        raise AudioError(f"item {item.id!r} has no audio_filepath", kind="input")
+    if item.audio_row is not None:
+        from voxeval.core.tables import read_audio_cell
+
+        data = read_audio_cell(item.audio_filepath, item.audio_row, item.audio_column or "audio")
+        where = f"{item.audio_filepath} row {item.audio_row}"
+        if isinstance(data, str):  # the cell names a file instead of holding its bytes
+            audio = load_audio(data, sr, offset=item.offset, duration=_span(item))
+        else:
+            audio = decode_audio_bytes(
+                data, sr, where=where, offset=item.offset, duration=_span(item)
+            )
+    else:
+        audio = load_audio(item.audio_filepath, sr, offset=item.offset, duration=_span(item))
+    if (
+        item.offset is None
+        and item.duration is not None
+        and audio.duration < item.duration * 0.99 - DURATION_TOLERANCE_S
+    ):
+        raise AudioError(
+            f"{item.audio_filepath}: {audio.duration:.3f} s of audio where the manifest "
+            f"says {item.duration:.3f} s",
+            kind="truncated",
+        )
+    return audio
+
+
+def _span(item: Item) -> float | None:
+    """The duration to read: only a segment (an item with an offset) is cut to it."""
+    return item.duration if item.offset is not None else None
 
 
 def _resolve(path: str, base_dir: Path | None) -> str:

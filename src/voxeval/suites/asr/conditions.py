@@ -30,7 +30,7 @@ import numpy as np
 
 from voxeval.core.audio import TARGET_SR, Audio, load_audio, resample, write_wav
 from voxeval.core.errors import AudioError, InputError
-from voxeval.core.items import Item
+from voxeval.core.items import Item, load_item_audio
 
 CONDITIONS_VERSION = "1"
 FRAME_S = 0.02
@@ -403,7 +403,7 @@ def _load_item_audio(item: Item) -> Audio:
         raise InputError(
             f"item {item.id!r} has no audio_filepath (multi-clip items are not supported)"
         )
-    return load_audio(item.audio_filepath, TARGET_SR)
+    return load_item_audio(item, TARGET_SR)
 
 
 def _bed_name(src: NoiseSource, index: int) -> tuple[str, Audio]:
@@ -606,8 +606,7 @@ def _build_conversations(
     if len(speakers) < 2:
         raise InputError("conversations need source items of at least two speakers")
     bc_pool = [
-        (load_audio(b.audio_filepath or "", TARGET_SR), b.text or "", b.speaker or b.id)
-        for b in backchannels
+        (load_item_audio(b, TARGET_SR), b.text or "", b.speaker or b.id) for b in backchannels
     ]
     results = []
     for k in range(count):

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.core.audio import TARGET_SR, load_audio
+from voxeval.core.audio import TARGET_SR
 from voxeval.core.errors import SystemOutputError, VoxevalError
 from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
-from voxeval.core.items import Item
+from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
@@ -94,7 +94,7 @@ class TranscribeWorker:
             )
         wall0 = time.perf_counter()
         try:
-            audio = load_audio(item.audio_filepath, TARGET_SR)
+            audio = load_item_audio(item, TARGET_SR)
         except VoxevalError as exc:
             return error_record(item.id, self.spec, task.repeat, exc.kind, str(exc))
         self._ensure_loaded()

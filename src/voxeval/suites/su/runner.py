@@ -26,7 +26,7 @@ from typing import Any
 from voxeval.core.audio import TARGET_SR, Audio, load_audio
 from voxeval.core.errors import InputError, SystemOutputError, VoxevalError
 from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
-from voxeval.core.items import Item
+from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
@@ -193,7 +193,10 @@ class UnderstandWorker:
             return self._err(task, "input", str(exc))
         wall0 = time.perf_counter()
         try:
-            parts = [load_audio(p, TARGET_SR) for p in paths]
+            if item.audio:
+                parts = [load_audio(p, TARGET_SR) for p in paths]
+            else:  # one clip: it may be a segment or a table cell
+                parts = [load_item_audio(item, TARGET_SR)]
         except VoxevalError as exc:
             return self._err(task, exc.kind, str(exc))
         self._ensure_loaded()

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.core.audio import Audio, load_audio, write_wav
-from voxeval.core.items import Item
+from voxeval.core.audio import Audio, write_wav
+from voxeval.core.items import Item, load_item_audio
 from voxeval.suites.asr.audits._common import (
     AUDITS_VERSION,
     DEFAULT_NORMALIZER,
@@ -109,7 +109,7 @@ def build_masked_items(
                 break
             if all(e[1] != c[1] for c in chosen):
                 chosen.append(e)
-        source = load_audio(item.audio_filepath, sr=None)
+        source = load_item_audio(item, sr=None)
         sr = source.sr
         for index, word in sorted(chosen):
             wt = times[index]
