@@ -80,7 +80,7 @@ def test_tsv_and_json_array(
     assert as_json.format == "json" and as_json.items == got.items
     # a JSON array under a .jsonl name, or forced as jsonl, is refused with the reason
     with pytest.raises(
-        InputError, match="this is a JSON array|is a JSON array; voxeval reads JSONL"
+        InputError, match="is a JSON array; voxeval reads JSONL, one object per line"
     ):
         read_items(arr, "jsonl")
     arr.write_text(json.dumps([{"audio_filepath": "a.wav"}, {"audio_filepath": 3}]))
