@@ -18,7 +18,7 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +42,88 @@ LABEL_COLUMNS = ("condition", "accent", "emotion", "background", "snr_db", "gend
 
 @dataclass
 class ManifestRead:
-    """What a reader found: the items, the format and whether it was detected."""
+    """What a reader found: the items, the format and whether it was detected; ``subset``
+    records a ``--limit``/``--sample`` selection (it is part of a run's fingerprint)."""
 
     items: list[Item]
     format: str
     detected: bool
-    path: Path
+    path: Path | None
+    sha256: str = ""
+    subset: dict[str, int] | None = None
 
     def describe(self) -> str:
         how = "detected" if self.detected else "--format"
-        return f"read {len(self.items)} items from {self.path} ({self.format}, {how})"
+        where = self.path if self.path is not None else "memory"
+        chosen = ""
+        if self.subset:
+            chosen = " (" + ", ".join(f"{k} {v}" for k, v in self.subset.items()) + ")"
+        return f"read {len(self.items)} items{chosen} from {where} ({self.format}, {how})"
+
+    def config(self) -> dict[str, Any]:
+        """What a run's config records about its items."""
+        out: dict[str, Any] = {
+            "manifest": str(self.path) if self.path is not None else "(in memory)",
+            "manifest_sha256": self.sha256,
+            "format": self.format,
+        }
+        if self.subset:
+            out["subset"] = dict(self.subset)
+        return out
+
+    def select(
+        self, limit: int | None = None, sample: int | None = None, seed: int = 0
+    ) -> ManifestRead:
+        """The first ``limit`` items, or a reproducible random ``sample`` of them (by
+        ``seed``, kept in manifest order)."""
+        if limit is not None and sample is not None:
+            raise InputError("--limit and --sample exclude each other")
+        for name, n in (("limit", limit), ("sample", sample)):
+            if n is not None and n < 1:
+                raise InputError(f"--{name} must be at least 1")
+        if limit is not None:
+            return replace(self, items=self.items[:limit], subset={"limit": limit})
+        if sample is not None:
+            import random
+
+            k = min(sample, len(self.items))
+            chosen = sorted(random.Random(seed).sample(range(len(self.items)), k))
+            picked = [self.items[i] for i in chosen]
+            return replace(self, items=picked, subset={"sample": sample, "seed": seed})
+        return self
+
+
+def items_from(
+    source: str | Path | ManifestRead | Iterable[Item | dict[str, Any]],
+    format: str | None = None,
+    columns: dict[str, str] | None = None,
+) -> ManifestRead:
+    """Items from a path (any format), an existing read, or a list of Items or manifest
+    dicts (relative audio paths then resolve against the current directory)."""
+    if isinstance(source, ManifestRead):
+        return source
+    if isinstance(source, str | Path):
+        return read_items(source, format, columns)
+    rows = list(source)
+    items: list[Item] = []
+    problems: list[tuple[int, str]] = []
+    for n, row in enumerate(rows, start=1):
+        try:
+            items.append(row if isinstance(row, Item) else Item.from_dict(row, base_dir=None))
+        except ValueError as exc:
+            problems.append((n, f"item {n}: {exc}"))
+    ids = [it.id for it in items]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        problems.append((ids.index(dup) + 1, f"duplicate id {dup!r}"))
+    if problems:
+        raise ManifestError("(items given in memory)", problems)
+    if not items:
+        raise InputError("no items given")
+    digest = hashlib.sha256()
+    for it in items:
+        digest.update(json.dumps(it.to_dict(), sort_keys=True, default=str).encode() + b"\n")
+    return ManifestRead(items, "items", False, None, digest.hexdigest())
 
 
 def parse_columns(text: str | None) -> dict[str, str]:
@@ -145,7 +217,7 @@ def read_items(
             )
     if not items:
         raise InputError(f"manifest {path} has no items")
-    return ManifestRead(items, fmt, format is None, path)
+    return ManifestRead(items, fmt, format is None, path, source_sha256(path))
 
 
 def source_sha256(path: str | Path) -> str:

@@ -177,6 +177,13 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         more_options="keyword arguments of your factory (strings)",
     ),
     BackendInfo(
+        "object",
+        ("transcribe", "synthesize", "understand"),
+        "voxeval.systems.in_process:build",
+        description="a Python object given to voxeval.run in this process (the API)",
+        target="the name it was registered under",
+    ),
+    BackendInfo(
         "mock",
         ("transcribe",),
         "voxeval.systems.mock:build",

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 from voxeval.core.errors import SpecError
 
 _BACKEND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_NAMED = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*)=(?=[A-Za-z])")
 _USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*@")
 
 HARNESS_OPTIONS = ("name", "num_cpus", "num_gpus", "route", "turn")
@@ -116,6 +117,11 @@ class SystemSpec:
             raise SpecError(f"option {key}={value} in {self.raw!r} {rule}")
         return float(value)
 
+    @property
+    def label(self) -> str:
+        """The system's name in reports: its ``name`` option, else the spec as given."""
+        return self.options.get("name") or self.raw
+
     def __str__(self) -> str:
         return self.raw
 
@@ -127,10 +133,19 @@ def parse_spec(spec: str) -> SystemSpec:
     first ``:`` and that ``?`` (so URLs and ``module:factory`` targets keep their colons).
     A bare ``ws://`` or ``wss://`` URL means the ``realtime`` backend. A URL with
     credentials in it (``user:pass@``) is refused: secrets come from the environment.
+    ``NAME=SPEC`` names the system (the harness's ``name`` option); ``raw`` keeps the whole
+    string, which identifies the system in records.
     """
     raw = spec.strip()
     if not raw:
         raise SpecError("empty system spec")
+    named = _NAMED.match(raw)
+    if named and "?" not in named.group(1):
+        inner = parse_spec(raw[named.end() :])
+        if "name" in inner.options and inner.options["name"] != named.group(1):
+            raise SpecError(f"{raw!r} names the system twice")
+        options = {**inner.options, "name": named.group(1)}
+        return SystemSpec(inner.backend, inner.target, options, raw)
     if _USERINFO.search(raw):
         # the message must not repeat the secret
         raise SpecError(

@@ -77,12 +77,21 @@ def build(spec: SystemSpec, capability: str) -> Any:
         raise InputError(
             f"{module_name}:{attr}(**{spec.backend_options!r}) raised {type(exc).__name__}: {exc}"
         ) from exc
+    return wrap(obj, capability, target=f"{module_name}:{attr}", spec=spec)
+
+
+def wrap(obj: Any, capability: str, *, target: str, spec: SystemSpec) -> Any:
+    """``obj`` (an object or a callable) as a system of ``capability``."""
     wrapper = {
         "transcribe": CallableTranscriber,
         "synthesize": CallableSynthesizer,
         "understand": CallableUnderstander,
-    }[capability]
-    return wrapper(obj, target=f"{module_name}:{attr}", options=spec.backend_options, spec=spec.raw)
+    }.get(capability)
+    if wrapper is None:
+        raise SpecError(
+            f"a Python object can transcribe, synthesize or understand, not {capability}"
+        )
+    return wrapper(obj, target=target, options=spec.backend_options, spec=spec.raw)
 
 
 def import_attr(module_name: str, attr: str) -> Any:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.errors import InputError
-from voxeval.core.items import file_sha256, load_manifest
+from voxeval.core.items import file_sha256
+from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
 from voxeval.core.registry import REGISTRY, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
@@ -18,12 +19,11 @@ SUITE_NAME = "asr"
 
 
 def run_config(
-    manifest: Path, systems: Sequence[str], normalizer: str, repeats: int
+    source: ManifestRead, systems: Sequence[str], normalizer: str, repeats: int
 ) -> dict[str, Any]:
     """What decides the meaning of the records (hashed into the resume fingerprint)."""
     return {
-        "manifest": str(manifest),
-        "manifest_sha256": file_sha256(manifest),
+        **source.config(),
         "systems": list(systems),
         "normalizer": normalizer,
         "normalizer_version": normalizer_version(normalizer),
@@ -33,7 +33,7 @@ def run_config(
 
 
 def run_asr(
-    manifest: str | Path,
+    manifest: str | Path | ManifestRead,
     systems: Sequence[str],
     out: str | Path,
     *,
@@ -47,15 +47,16 @@ def run_asr(
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
 ) -> RunStore:
-    """Transcribe ``manifest`` with every system into ``out/<run_id>/`` and write the reports."""
+    """Transcribe ``manifest`` (a path in any format :mod:`voxeval.core.manifests` reads, or
+    what it read) with every system into ``out/<run_id>/`` and write the reports."""
     from voxeval.suites.asr.runner import run_systems
 
     if not systems:
         raise InputError("name at least one --system")
     REGISTRY.check_all("transcribe", systems)  # before anything is written
-    manifest = Path(manifest)
-    items = load_manifest(manifest)
-    config = run_config(manifest, systems, normalizer, repeats)
+    source = items_from(manifest)
+    items = source.items
+    config = run_config(source, systems, normalizer, repeats)
     store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, items, resume)
     try:
         loads = run_systems(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.errors import InputError
-from voxeval.core.items import file_sha256, load_manifest
+from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
 from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
@@ -45,12 +45,15 @@ DEFAULT_VOCABULARY = "crema-d-6"
 
 
 def run_config(
-    manifest: Path, tasks: Sequence[str], systems: Sequence[str], vocabulary: str, repeats: int
+    source: ManifestRead,
+    tasks: Sequence[str],
+    systems: Sequence[str],
+    vocabulary: str,
+    repeats: int,
 ) -> dict[str, Any]:
     """What decides the meaning of the records (hashed into the resume fingerprint)."""
     return {
-        "manifest": str(manifest),
-        "manifest_sha256": file_sha256(manifest),
+        **source.config(),
         "tasks": list(tasks),
         "systems": list(systems),
         "vocabulary": vocabulary,
@@ -77,7 +80,7 @@ def check_systems(systems: Sequence[str], evals: Sequence[str]) -> None:
 
 
 def run_su(
-    manifest: str | Path,
+    manifest: str | Path | ManifestRead,
     tasks: Sequence[str],
     systems: Sequence[str],
     out: str | Path,
@@ -95,14 +98,14 @@ def run_su(
     """Run ``systems`` on ``manifest`` for ``tasks`` into ``out/<run_id>/`` and report."""
     from voxeval.suites.su.runner import expand_items, run_systems
 
-    manifest = Path(manifest)
     evals = expand_tasks(list(tasks))
     get_vocabulary(vocabulary)
     if not systems:
         raise InputError("no system given")
     check_systems(systems, evals)
-    items = expand_items(load_manifest(manifest), evals)
-    config = run_config(manifest, evals, systems, vocabulary, repeats)
+    source = items_from(manifest)
+    items = expand_items(source.items, evals)
+    config = run_config(source, evals, systems, vocabulary, repeats)
     store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, items, resume)
     try:
         loads = run_systems(
