@@ -9,13 +9,19 @@ import click
 from rich.markup import escape
 
 from voxeval.cli.common import (
+    RunFlags,
     data_out_option,
+    dry_run,
     finish_run,
+    format_flags,
     manifest_option,
     max_failures_option,
+    output_flags,
     print_result_path,
     progress_bar,
+    read_source,
     results_out_option,
+    subset_flags,
     system_progress,
 )
 
@@ -37,7 +43,8 @@ def asr() -> None:
     "systems",
     multiple=True,
     required=True,
-    help="System spec, e.g. faster-whisper, pocketsphinx, openai-compat:URL?model=M. Repeatable.",
+    help="System spec, e.g. faster-whisper, pocketsphinx, openai-compat:URL?model=M, or "
+    "NAME=SPEC. Repeatable.",
 )
 @results_out_option
 @click.option(
@@ -68,7 +75,9 @@ def asr() -> None:
 )
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 100))
 @click.option("--normalizer", default="oal-en", show_default=True, help=NORMALIZER_HELP)
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@format_flags
+@subset_flags()
+@output_flags
 @max_failures_option
 def run_cmd(
     manifest: Path,
@@ -80,16 +89,26 @@ def run_cmd(
     timeout: float,
     repeats: int,
     normalizer: str,
-    no_progress: bool,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
-    """Transcribe a manifest with one or more systems and write the report."""
+    """Transcribe a manifest with one or more systems and write the report.
+
+    The manifest may be JSONL (Open ASR Leaderboard / NeMo), a JSON array, CSV/TSV, a Kaldi
+    data dir, an audio folder with metadata.csv, Hugging Face Parquet/Arrow or a lhotse
+    CutSet (--format, detected when absent). --system NAME=SPEC names a system."""
+    from voxeval.core.registry import REGISTRY
     from voxeval.suites.asr.suite import run_asr
 
-    with progress_bar(not no_progress) as progress:
+    flags = RunFlags.pop(kwargs)
+    REGISTRY.check_all("transcribe", systems)
+    source = read_source(manifest, flags)
+    if flags.dry_run:
+        dry_run(flags, systems, repeats, source.items, fmt=source.format, detected=source.detected)
+    with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = run_asr(
-            manifest,
+            source,
             systems,
             out,
             normalizer=normalizer,
@@ -101,8 +120,9 @@ def run_cmd(
             on_start=on_start,
             on_record=on_record,
         )
-    _summary(store.path)
-    finish_run(store.path, max_failures)
+    if flags.chatty:
+        _summary(store.path)
+    finish_run(store.path, max_failures, flags)
 
 
 @asr.command("score")

@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -85,31 +86,235 @@ max_failures_option = click.option(
 )
 
 
-def failure_exit(run_dir: Path, max_failures: float | None) -> int:
-    """Print each system's failures on stderr (``name: k/n failed: top reasons``) and return
-    the exit code by ``voxeval.core.failures``' rule (1 when a system failed the run)."""
+def failure_exit(
+    run_dir: Path, max_failures: float | None, flags: RunFlags | None = None
+) -> tuple[int, list[Any]]:
+    """Print each system's failures on stderr (``name: k/n failed: top reasons``; only when
+    the command fails under ``--quiet``) and return the exit code by
+    ``voxeval.core.failures``' rule (1 when a system failed the run) and the tallies."""
     from voxeval.core.failures import tally
     from voxeval.core.runstore import RunStore
 
-    code = EXIT_OK
-    for s in tally(RunStore.open(run_dir).load_records().records):
-        if s.failed:
-            click.echo(s.line(), err=True)
-        if s.fails(max_failures):
-            code = EXIT_FAILED
+    tallies = tally(RunStore.open(run_dir).load_records().records)
+    code = EXIT_FAILED if any(s.fails(max_failures) for s in tallies) else EXIT_OK
+    if flags is None or not flags.quiet or code:
+        for s in tallies:
+            if s.failed:
+                click.echo(s.line(), err=True)
     if code == EXIT_FAILED:
         rule = f"more than {max_failures:g} of its items" if max_failures is not None else ""
         why = f"every item or {rule}" if rule else "every item"
         click.echo(f"exit 1: a system failed {why} (see above)", err=True)
-    return code
+    return code, tallies
 
 
-def finish_run(run_dir: Path, max_failures: float | None) -> None:
-    """Print the run folder as the last stdout line, then exit by :func:`failure_exit`."""
-    code = failure_exit(run_dir, max_failures)
-    print_result_path(run_dir)
+def finish_run(
+    run_dir: Path,
+    max_failures: float | None,
+    flags: RunFlags | None = None,
+    code: int = EXIT_OK,
+) -> None:
+    """Print the run folder as the last stdout line (with ``--json``: one JSON object that
+    holds ``run_dir``), then exit with the larger of ``code`` (a gate's) and
+    :func:`failure_exit`'s."""
+    failed, tallies = failure_exit(run_dir, max_failures, flags)
+    code = max(code, failed)
+    if flags is not None and flags.json:
+        import json
+
+        summary = {
+            "run_dir": str(run_dir),
+            "exit_code": code,
+            "systems": [
+                {
+                    "system": s.system,
+                    "attempted": s.attempted,
+                    "failed": s.failed,
+                    "reasons": dict(s.reasons.most_common()),
+                }
+                for s in tallies
+            ],
+        }
+        report = run_dir / "report.json"
+        if report.exists():
+            summary["report_json"] = str(report)
+            summary["report_html"] = str(run_dir / "report.html")
+        click.echo(json.dumps(summary))
+    else:
+        print_result_path(run_dir)
     if code:
         sys.exit(code)
+
+
+@dataclass
+class RunFlags:
+    """The flags every run command shares: what it prints (``--quiet``, ``--json``,
+    ``--no-progress``), which items (``--format``, ``--columns``, ``--limit``,
+    ``--sample``/``--seed``) and ``--dry-run``."""
+
+    quiet: bool = False
+    json: bool = False
+    no_progress: bool = False
+    format: str | None = None
+    columns: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    dry_run: bool = False
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> RunFlags:
+        """Take this dataclass's fields out of a command's keyword arguments."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+
+    @property
+    def progress(self) -> bool:
+        return not (self.no_progress or self.quiet or self.json)
+
+    @property
+    def chatty(self) -> bool:
+        """Human-readable notes (summary tables, the detected format) go to stderr."""
+        return not (self.quiet or self.json)
+
+    def say(self, message: str) -> None:
+        if self.chatty:
+            click.echo(message, err=True)
+
+
+def output_flags(f: Any) -> Any:
+    """``--quiet``, ``--json``, ``--no-progress``."""
+    f = click.option("--no-progress", is_flag=True, help="No progress bar.")(f)
+    f = click.option(
+        "--json",
+        "json",
+        is_flag=True,
+        help="Print one JSON object on stdout (run_dir, exit code, per-system failures).",
+    )(f)
+    f = click.option(
+        "--quiet", "-q", is_flag=True, help="No progress, no summary; errors still show."
+    )(f)
+    return f
+
+
+def subset_flags(seed: bool = True) -> Any:
+    """``--limit N``, ``--sample N`` with ``--seed S``, ``--dry-run``."""
+
+    def deco(f: Any) -> Any:
+        f = click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Print items x systems x repeats and the first items, then exit; runs nothing.",
+        )(f)
+        if seed:
+            f = click.option(
+                "--seed", default=0, show_default=True, type=int, help="Seed of --sample."
+            )(f)
+        f = click.option(
+            "--sample",
+            type=click.IntRange(1, None),
+            default=None,
+            metavar="N",
+            help="A reproducible random subset of N items (by --seed), recorded in run.json.",
+        )(f)
+        f = click.option(
+            "--limit",
+            type=click.IntRange(1, None),
+            default=None,
+            metavar="N",
+            help="Only the first N items.",
+        )(f)
+        return f
+
+    return deco
+
+
+def format_flags(f: Any) -> Any:
+    """``--format`` and ``--columns`` of manifest-reading commands."""
+    from voxeval.core.manifests import FORMATS
+
+    f = click.option(
+        "--columns",
+        default=None,
+        metavar="FIELD=COL,...",
+        help="Column names of a csv/tsv/audiofolder/hf manifest, e.g. "
+        "audio=path,text=transcript,speaker=spk (labels.NAME=COL for report groups).",
+    )(f)
+    f = click.option(
+        "--format",
+        "format",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="Manifest format (detected when absent; the detection is printed).",
+    )(f)
+    return f
+
+
+def read_source(manifest: Path, flags: RunFlags) -> Any:
+    """The manifest read in its format and cut to ``--limit``/``--sample``; the detected
+    format is printed on stderr."""
+    from voxeval.core.manifests import parse_columns, read_items
+
+    source = read_items(manifest, flags.format, parse_columns(flags.columns))
+    source = source.select(flags.limit, flags.sample, flags.seed)
+    flags.say(source.describe())
+    return source
+
+
+def dry_run(
+    flags: RunFlags,
+    systems: Any,
+    repeats: int,
+    items: list[Any],
+    what: str = "items",
+    fmt: str | None = None,
+    detected: bool | None = None,
+    first: int = 5,
+) -> None:
+    """``--dry-run``: print the plan (items x systems x repeats, the format, the first
+    items) and exit 0 before anything is written or contacted."""
+    import json
+
+    systems = list(systems)
+    calls = len(items) * len(systems) * repeats
+    head = [_item_line(it) for it in items[:first]]
+    if flags.json:
+        click.echo(
+            json.dumps(
+                {
+                    "dry_run": True,
+                    what: len(items),
+                    "systems": systems,
+                    "repeats": repeats,
+                    "calls": calls,
+                    "format": fmt,
+                    "detected": detected,
+                    "first": [h[1] for h in head],
+                }
+            )
+        )
+    else:
+        how = "" if fmt is None else f" ({fmt}, {'detected' if detected else '--format'})"
+        click.echo(
+            f"dry run: {len(items)} {what}{how} x {len(systems)} system(s) x {repeats} "
+            f"repeat(s) = {calls} call(s)"
+        )
+        for s in systems:
+            click.echo(f"  system: {s}")
+        for line, _ in head:
+            click.echo(f"  {line}")
+        if len(items) > first:
+            click.echo(f"  ... and {len(items) - first} more")
+    sys.exit(EXIT_OK)
+
+
+def _item_line(item: Any) -> tuple[str, dict[str, Any]]:
+    d = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+    text = str(d.get("text") or "")
+    shown = {k: d[k] for k in ("id", "audio_filepath", "offset", "duration") if k in d}
+    if text:
+        shown["text"] = text[:80]
+    return " ".join(f"{k}={v}" for k, v in shown.items()), d
 
 
 @contextmanager

@@ -13,7 +13,6 @@ import click
 from voxeval.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
-    failure_exit,
     finish_run,
     max_failures_option,
     print_result_path,
@@ -669,6 +668,4 @@ def run_cmd(
         click.echo(render_text(decision), err=True)
         (store.path / "gate.txt").write_text(render_text(decision) + "\n")
         code = decision.exit_code
-    code = max(code, failure_exit(store.path, max_failures))
-    print_result_path(store.path)
-    sys.exit(code)
+    finish_run(store.path, max_failures, code=code)

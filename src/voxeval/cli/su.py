@@ -10,12 +10,18 @@ import click
 from rich.markup import escape
 
 from voxeval.cli.common import (
+    RunFlags,
+    dry_run,
     finish_run,
+    format_flags,
     manifest_option,
     max_failures_option,
+    output_flags,
     print_result_path,
     progress_bar,
+    read_source,
     results_out_option,
+    subset_flags,
     system_progress,
 )
 
@@ -141,7 +147,9 @@ def build_pairs_cmd(
     show_default=True,
     help="Emotion labels: crema-d-6 or emotion-48.",
 )
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@format_flags
+@subset_flags()
+@output_flags
 @max_failures_option
 def run_cmd(
     tasks: tuple[str, ...],
@@ -154,16 +162,22 @@ def run_cmd(
     timeout: float,
     repeats: int,
     vocabulary: str,
-    no_progress: bool,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
     """Ask one or more systems every item of the manifest and write the report."""
-    from voxeval.suites.su.suite import run_su
+    from voxeval.suites.su.suite import check_systems, run_su
+    from voxeval.suites.su.tasks import expand_tasks
 
-    with progress_bar(not no_progress) as progress:
+    flags = RunFlags.pop(kwargs)
+    check_systems(systems, expand_tasks(list(tasks)))
+    source = read_source(manifest, flags)
+    if flags.dry_run:
+        dry_run(flags, systems, repeats, source.items, fmt=source.format, detected=source.detected)
+    with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="not ok")
         store = run_su(
-            manifest,
+            source,
             tasks,
             systems,
             out,
@@ -176,8 +190,9 @@ def run_cmd(
             on_start=on_start,
             on_record=on_record,
         )
-    _summary(store.path)
-    finish_run(store.path, max_failures)
+    if flags.chatty:
+        _summary(store.path)
+    finish_run(store.path, max_failures, flags)
 
 
 def _summary(run_dir: Path) -> None:

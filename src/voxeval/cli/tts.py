@@ -10,11 +10,15 @@ import click
 from rich.markup import escape
 
 from voxeval.cli.common import (
+    RunFlags,
+    dry_run,
     finish_run,
     max_failures_option,
+    output_flags,
     print_result_path,
     progress_bar,
     results_out_option,
+    subset_flags,
     system_progress,
 )
 
@@ -37,12 +41,12 @@ def _check_specs(systems: tuple[str, ...], asr: str | None, judge: str | None) -
         REGISTRY.check("understand", judge)
 
 
-def _end(store: Any, max_failures: float | None = None) -> None:
+def _end(store: Any, max_failures: float | None = None, flags: RunFlags | None = None) -> None:
     """Summary table on stderr, then the failure rule of ``voxeval.core.failures`` (exit 1
     when a system failed wholly or beyond ``--max-failures``); last stdout line = path."""
-    recs = store.load_records().records
-    _summary(store.path, recs)
-    finish_run(store.path, max_failures)
+    if flags is None or flags.chatty:
+        _summary(store.path, store.load_records().records)
+    finish_run(store.path, max_failures, flags)
 
 
 @tts.command("run")
@@ -82,7 +86,8 @@ def _end(store: Any, max_failures: float | None = None) -> None:
     type=float,
     help="Seconds before a synthesis call counts as hung (0: no limit).",
 )
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@subset_flags()
+@output_flags
 @max_failures_option
 def run_cmd(
     systems: tuple[str, ...],
@@ -95,15 +100,23 @@ def run_cmd(
     asr: str,
     repeats: int,
     timeout: float,
-    no_progress: bool,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
     """Synthesize the item set with each system, measure every item, write the report."""
     from voxeval.suites.tts.suite import run_tts
 
+    flags = RunFlags.pop(kwargs)
     asr_spec = None if asr.lower() in ("none", "") else asr
     _check_specs(systems, asr_spec, judge)
-    with progress_bar(not no_progress) as progress:
+    if flags.dry_run:
+        from voxeval.core.manifests import select_subset
+        from voxeval.suites.tts.items import load_item_set, to_item
+
+        _, chosen = load_item_set(str(items), only)
+        chosen, _ = select_subset(chosen, flags.limit, flags.sample, flags.seed)
+        dry_run(flags, systems, repeats, [to_item(it) for it in chosen], fmt=None)
+    with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = run_tts(
             systems,
@@ -118,11 +131,14 @@ def run_cmd(
             timeout=timeout or None,
             on_start=on_start,
             on_record=on_record,
+            limit=flags.limit,
+            sample=flags.sample,
+            seed=flags.seed,
         )
     study_info = store.info().get("study")
     if study_info:
-        click.echo(f"study: {store.path / study_info['path']}", err=True)
-    _end(store, max_failures)
+        flags.say(f"study: {store.path / study_info['path']}")
+    _end(store, max_failures, flags)
 
 
 @tts.command("score-audio")

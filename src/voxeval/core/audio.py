@@ -61,6 +61,43 @@ def load_audio(
     return _finish(samples, int(file_sr), sr, str(p))
 
 
+def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
+    """Every channel of ``path`` as float32 ``[frames, channels]`` at the file's rate, with
+    :func:`load_audio`'s checks (``missing``, ``empty``, ``truncated``, NaN/inf samples are
+    ``unreadable``). For recordings whose channels are different talkers."""
+    import soundfile as sf
+
+    p = Path(path)
+    if not p.exists():
+        raise AudioError(f"audio file not found: {p}", kind="missing")
+    if p.stat().st_size == 0:
+        raise AudioError(f"audio file is empty (0 bytes): {p}", kind="empty")
+    _check_wav_complete(p)
+    try:
+        data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise AudioError(f"cannot read audio {p}: {exc}", kind="unreadable") from None
+    if data.shape[0] == 0:
+        raise AudioError(f"audio has no samples: {p}", kind="empty")
+    if not np.all(np.isfinite(data)):
+        raise AudioError(f"audio has NaN or infinite samples: {p}", kind="unreadable")
+    return data, int(file_sr)
+
+
+def channel_count(path: str | Path) -> int:
+    """The channel count a file's header declares (nothing is decoded); AudioError when the
+    file is missing or not audio libsndfile reads."""
+    import soundfile as sf
+
+    p = Path(path)
+    if not p.exists():
+        raise AudioError(f"audio file not found: {p}", kind="missing")
+    try:
+        return int(sf.info(str(p)).channels)
+    except Exception as exc:
+        raise AudioError(f"cannot read audio {p}: {exc}", kind="unreadable") from None
+
+
 def decode_audio_bytes(
     data: bytes,
     sr: int | None = TARGET_SR,

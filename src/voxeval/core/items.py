@@ -7,10 +7,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from voxeval.core.audio import TARGET_SR, Audio, decode_audio_bytes, load_audio
 from voxeval.core.errors import AudioError, InputError, ManifestError
+
+if TYPE_CHECKING:
+    from voxeval.core.audio import Audio
 
 ITEM_FIELDS = (
     "id",
@@ -150,12 +152,14 @@ DURATION_TOLERANCE_S = 0.1
 """A file may be this much (plus 1 %) shorter than its manifest ``duration``."""
 
 
-def load_item_audio(item: Item, sr: int | None = TARGET_SR) -> Audio:
+def load_item_audio(item: Item, sr: int | None = 16_000) -> Audio:
     """The item's audio: its file, its segment of a longer file, or its cell of a table file.
 
     A file shorter than the manifest's ``duration`` (beyond 0.1 s + 1 %) is ``truncated``,
     never scored as if it were complete.
     """
+    from voxeval.core.audio import decode_audio_bytes, load_audio
+
     if not item.audio_filepath:
         raise AudioError(f"item {item.id!r} has no audio_filepath", kind="input")
     if item.audio_row is not None:

@@ -17,13 +17,15 @@ import gzip
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from voxeval.core.errors import InputError, ManifestError
 from voxeval.core.items import Item, load_manifest
+
+T = TypeVar("T")
 
 FORMATS = ("jsonl", "json", "csv", "tsv", "kaldi", "audiofolder", "hf", "lhotse")
 
@@ -74,23 +76,31 @@ class ManifestRead:
     def select(
         self, limit: int | None = None, sample: int | None = None, seed: int = 0
     ) -> ManifestRead:
-        """The first ``limit`` items, or a reproducible random ``sample`` of them (by
-        ``seed``, kept in manifest order)."""
-        if limit is not None and sample is not None:
-            raise InputError("--limit and --sample exclude each other")
-        for name, n in (("limit", limit), ("sample", sample)):
-            if n is not None and n < 1:
-                raise InputError(f"--{name} must be at least 1")
-        if limit is not None:
-            return replace(self, items=self.items[:limit], subset={"limit": limit})
-        if sample is not None:
-            import random
+        """:func:`select_subset` of the items, recorded in ``subset``."""
+        items, subset = select_subset(self.items, limit, sample, seed)
+        return replace(self, items=items, subset=subset) if subset else self
 
-            k = min(sample, len(self.items))
-            chosen = sorted(random.Random(seed).sample(range(len(self.items)), k))
-            picked = [self.items[i] for i in chosen]
-            return replace(self, items=picked, subset={"sample": sample, "seed": seed})
-        return self
+
+def select_subset(
+    items: Sequence[T], limit: int | None = None, sample: int | None = None, seed: int = 0
+) -> tuple[list[T], dict[str, int] | None]:
+    """The first ``limit`` items, or a reproducible random ``sample`` of them (Python's
+    ``random.Random(seed).sample`` over the positions, kept in manifest order), with the
+    selection as recorded in run.json (None: all items)."""
+    if limit is not None and sample is not None:
+        raise InputError("--limit and --sample exclude each other")
+    for name, n in (("limit", limit), ("sample", sample)):
+        if n is not None and n < 1:
+            raise InputError(f"--{name} must be at least 1")
+    if limit is not None:
+        return list(items[:limit]), {"limit": limit}
+    if sample is not None:
+        import random
+
+        k = min(sample, len(items))
+        chosen = sorted(random.Random(seed).sample(range(len(items)), k))
+        return [items[i] for i in chosen], {"sample": sample, "seed": seed}
+    return list(items), None
 
 
 def items_from(

@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
-from voxeval.cli.main import cli
+from voxeval.cli.main import cli, main
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 
@@ -60,23 +60,42 @@ def test_score_kit_folder_reproduces_truth(tmp_path: Path) -> None:
     assert html.count("<svg") >= 10 and "user left, agent right" in html
 
 
-def test_mono_file_is_an_error_record_and_two_files_work(tmp_path: Path) -> None:
+def test_a_named_mono_file_is_exit_2_and_bad_files_in_a_folder_are_error_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _kit()
     data, sr = sf.read(KIT / "wav" / "d02_bargein_cut_200.wav", always_2d=True)
     sf.write(tmp_path / "mono.wav", data[:, 0], sr)
     sf.write(tmp_path / "u.wav", data[:, 0], sr)
     sf.write(tmp_path / "a.wav", data[:, 1], sr)
-    swapped = tmp_path / "swapped"
-    swapped.mkdir()
-    sf.write(swapped / "sw.wav", data[:, ::-1], sr)
+    # named on the command line: refused before any work, nothing written
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "duplex",
+                "score",
+                "--stereo",
+                str(tmp_path / "mono.wav"),
+                "--out",
+                str(tmp_path / "r0"),
+            ]
+        )
+    assert exc.value.code == 2 and "is mono" in capsys.readouterr().err
+    assert not (tmp_path / "r0").exists()
+    folder = tmp_path / "calls"
+    folder.mkdir()
+    sf.write(folder / "mono.wav", data[:, 0], sr)
+    sf.write(folder / "sw.wav", data[:, ::-1], sr)
+    sf.write(folder / "six.wav", np.tile(data, (1, 3)), sr)  # 6 channels: not taken as stereo
+    nan = data[:, ::-1].astype(np.float32).copy()
+    nan[1000:1010, 1] = np.nan
+    sf.write(folder / "nan.wav", nan, sr, subtype="FLOAT")  # NaN samples: not "no agent speech"
     run = _invoke(
         [
             "duplex",
             "score",
             "--stereo",
-            str(tmp_path / "mono.wav"),
-            "--stereo",
-            str(swapped),
+            str(folder),
             "--user-channel",
             "1",
             "--out",
@@ -87,6 +106,8 @@ def test_mono_file_is_an_error_record_and_two_files_work(tmp_path: Path) -> None
         json.loads(x)["id"]: json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()
     }
     assert recs["mono"]["status"] == "error" and recs["mono"]["error"]["kind"] == "mono"
+    assert recs["six"]["status"] == "error" and recs["six"]["error"]["kind"] == "channels"
+    assert recs["nan"]["status"] == "error" and "NaN" in recs["nan"]["error"]["message"]
     assert recs["sw"]["status"] == "ok"
     run2 = _invoke(
         [
@@ -102,46 +123,8 @@ def test_mono_file_is_an_error_record_and_two_files_work(tmp_path: Path) -> None
     )
     rep_sw = json.loads((run / "report.json").read_text())
     rep_two = json.loads((run2 / "report.json").read_text())
-    lat_sw = [t["response_latency_ms"] for t in rep_sw["calls"][0]["turns"]]
+    sw = next(c for c in rep_sw["calls"] if c["id"] == "sw")
+    lat_sw = [t["response_latency_ms"] for t in sw["turns"]]
     lat_two = [t["response_latency_ms"] for t in rep_two["calls"][0]["turns"]]
     assert np.allclose(lat_sw, lat_two) and abs(lat_two[0] - 650) < 25
-    assert rep_sw["systems"][0]["status_counts"] == {"error": 1, "ok": 1}
-
-
-def test_labels_override_the_acoustic_guess(tmp_path: Path) -> None:
-    _kit()
-    # d06: "Alright." during the agent turn; labelled as an interruption, the stop is correct
-    labels = tmp_path / "labels.jsonl"
-    truth = json.loads((KIT / "truth.json").read_text())["files"][
-        "d06_backchannel_agent_wrongly_stops"
-    ]
-    bc = next(u for u in truth["utterances"] if u["role"] == "backchannel")
-    labels.write_text(
-        json.dumps(
-            {
-                "call": "d06_backchannel_agent_wrongly_stops",
-                "start_s": bc["start_s"],
-                "end_s": bc["end_s"],
-                "expected_actions": ["interrupt"],
-            }
-        )
-        + "\n"
-    )
-    run = _invoke(
-        [
-            "duplex",
-            "score",
-            "--stereo",
-            str(KIT / "wav" / "d06_backchannel_agent_wrongly_stops.wav"),
-            "--labels",
-            str(labels),
-            "--out",
-            str(tmp_path),
-        ]
-    )
-    (call,) = json.loads((run / "report.json").read_text())["calls"]
-    (event,) = [
-        e for e in call["events"] if e["onset_s"] < bc["end_s"] and e["end_s"] > bc["start_s"]
-    ]
-    assert event["expected_source"] == "labels" and event["outcome"] == "correct_yield"
-    assert call["expected_action_source"] in ("labels", "mixed")
+    assert rep_sw["systems"][0]["status_counts"] == {"error": 3, "ok": 1}

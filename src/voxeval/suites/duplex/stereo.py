@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.core.audio import Audio, load_audio
+from voxeval.core.audio import Audio, channel_count, load_audio
+from voxeval.core.audio import load_channels as read_channels
 from voxeval.core.errors import AudioError, InputError
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
@@ -65,25 +66,15 @@ class CallInput:
 def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
     """User and agent samples at 16 kHz on one clock.
 
-    A stereo file must have two channels (mono is refused: there is no second side to score);
-    two files are aligned at their first sample and the shorter is padded with silence.
+    A stereo file must have exactly two channels (mono is refused: there is no second side
+    to score; more channels are refused: which two are the user and the agent is not
+    known); it is read by the checked loader (truncated files and NaN samples are errors).
+    Two files are aligned at their first sample and the shorter is padded with silence.
     """
-    import soundfile as sf
-
     if call.stereo:
         path = Path(call.stereo)
-        if not path.exists():
-            raise AudioError(f"audio file not found: {path}", kind="missing")
-        try:
-            data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-        except Exception as exc:
-            raise AudioError(f"cannot read audio {path}: {exc}", kind="unreadable") from None
-        if data.shape[1] < 2:
-            raise AudioError(
-                f"{path} is mono: a two-channel recording (user and agent) is expected; "
-                "pass --user and --agent for two separate files",
-                kind="mono",
-            )
+        data, sr = read_channels(path)
+        _check_two_channels(path, data.shape[1])
         if call.user_channel not in (0, 1):
             raise InputError(f"user channel must be 0 or 1, not {call.user_channel}")
         user = Audio(data[:, call.user_channel].copy(), int(sr))
@@ -191,6 +182,21 @@ def _call_metrics(analysis: Any) -> dict[str, Any]:
     return {"rates": rates, "latency_p50_ms": lat, "labels": d["labels"]}
 
 
+def _check_two_channels(path: Path, channels: int) -> None:
+    if channels == 1:
+        raise AudioError(
+            f"{path} is mono: a two-channel recording (user and agent) is expected; "
+            "pass --user and --agent for two separate files",
+            kind="mono",
+        )
+    if channels != 2:
+        raise AudioError(
+            f"{path} has {channels} channels: a two-channel recording (user and agent) is "
+            "expected; extract the two talkers' channels first",
+            kind="channels",
+        )
+
+
 def calls_from_paths(
     stereo: Sequence[str | Path],
     user: str | Path | None,
@@ -206,6 +212,11 @@ def calls_from_paths(
             if p.is_dir()
             else [p]
         )
+        if not p.is_dir():  # a file named on the command line: checked before any work
+            try:
+                _check_two_channels(p, channel_count(p))
+            except AudioError as exc:
+                raise InputError(str(exc)) from None
         calls += [CallInput(id=f.stem, stereo=str(f), user_channel=user_channel) for f in files]
     if user or agent:
         if not (user and agent):

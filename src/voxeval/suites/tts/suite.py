@@ -12,6 +12,7 @@ from typing import Any
 
 from voxeval.core.errors import InputError, ManifestError
 from voxeval.core.items import Item
+from voxeval.core.manifests import select_subset
 from voxeval.core.records import Record
 from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
@@ -124,6 +125,9 @@ def run_tts(
     write_reports: bool = True,
     raters_per_item: int = 3,
     pipeline: bool = True,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> RunStore:
     """Synthesize the item set with every system into ``out/<run_id>/`` and measure it.
 
@@ -133,6 +137,7 @@ def run_tts(
     newest run under ``out`` with the same configuration and do only what is missing.
     ``study``: also export the run as a rating study (``RUN/study/``). ``pipeline``:
     synthesize on a second thread while the previous item is measured (False: one thread).
+    ``limit``/``sample``/``seed``: a subset of the selected items (recorded in run.json).
     """
     from voxeval.suites.tts.items import TTS_ITEMS_VERSION, load_item_set, to_item
 
@@ -150,6 +155,7 @@ def run_tts(
     if judge:
         REGISTRY.check("understand", judge)
     evals, tts_items = load_item_set(str(items), only)
+    tts_items, subset = select_subset(tts_items, limit, sample, seed)
     if not tts_items:
         raise InputError(f"no items selected from {items!r} with --only {list(only)}")
     core_items = [to_item(it) for it in tts_items]
@@ -164,6 +170,8 @@ def run_tts(
         repeats=repeats,
         evals=evals,
     )
+    if subset:
+        config["subset"] = subset
     store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, core_items, resume)
     units = [
         Unit(item, spec, r)
