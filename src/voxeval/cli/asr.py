@@ -138,8 +138,13 @@ def run_cmd(
     type=click.IntRange(1, 64),
     help="Processes for normalization (default: all cores for large files).",
 )
+@output_flags
 def score_cmd(
-    predictions: tuple[Path, ...], out: Path, normalizer: str, workers: int | None
+    predictions: tuple[Path, ...],
+    out: Path,
+    normalizer: str,
+    workers: int | None,
+    **kwargs: Any,
 ) -> None:
     """Score prediction files (text + pred_text per line) made elsewhere; no model runs.
 
@@ -147,9 +152,11 @@ def score_cmd(
     """
     from voxeval.suites.asr.suite import score_files
 
+    flags = RunFlags.pop(kwargs)
     store = score_files(predictions, out, normalizer=normalizer, workers=workers)
-    _summary(store.path)
-    print_result_path(store.path)
+    if flags.chatty:
+        _summary(store.path)
+    finish_run(store.path, None, flags)
 
 
 @asr.command("build-conditions")

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from voxeval.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    RunFlags,
+    dry_run,
     finish_run,
     max_failures_option,
+    output_flags,
     print_result_path,
     progress_bar,
     results_out_option,
+    subset_flags,
 )
 
 SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix")
@@ -247,6 +252,7 @@ def render_cmd(
     "bundles already scored there are kept.",
 )
 @results_out_option
+@output_flags
 @max_failures_option
 def score_cmd(
     bundles: tuple[Path, ...],
@@ -265,6 +271,7 @@ def score_cmd(
     resume: bool,
     out: Path,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
     """Score evidence bundles (BUNDLES: bundle folders, or folders searched recursively for
     manifest.json) or two-channel call recordings (--stereo, --user/--agent).
@@ -279,6 +286,7 @@ def score_cmd(
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError
 
+    flags = RunFlags.pop(kwargs)
     bundle_only = {
         "--redact": redact,
         "--retention-days": retention_days is not None,
@@ -298,7 +306,7 @@ def score_cmd(
         from voxeval.suites.duplex.stereo import calls_from_paths, score_calls
 
         calls = calls_from_paths(stereo, user, agent, user_channel, labels)
-        with progress_bar() as progress:
+        with progress_bar(flags.progress) as progress:
             task = progress.add_task("calls", total=len(calls), status="")
             store = score_calls(
                 calls,
@@ -307,8 +315,8 @@ def score_cmd(
                 system=system or "recordings",
                 on_record=lambda rec: progress.advance(task),
             )
-        click.echo(f"report: {store.path / 'report.html'}", err=True)
-        finish_run(store.path, max_failures)
+        flags.say(f"report: {store.path / 'report.html'}")
+        finish_run(store.path, max_failures, flags)
         return
     if not redact and any(
         bundle_only[k] for k in ("--retention-days", "--purpose", "--transcripts")
@@ -336,7 +344,7 @@ def score_cmd(
         if redact
         else None
     )
-    with progress_bar() as progress:
+    with progress_bar(flags.progress) as progress:
         task = progress.add_task("bundles", total=len(refs), status="")
         store = score_bundles(
             refs,
@@ -361,12 +369,11 @@ def score_cmd(
             f"not scored: {r.id} ({(r.error or {}).get('kind')}): {(r.error or {}).get('message')}",
             err=True,
         )
-    click.echo(
+    flags.say(
         f"{len(records) - len(broken)} of {len(records)} bundle(s) scored; "
-        f"report: {store.path / 'report.html'}",
-        err=True,
+        f"report: {store.path / 'report.html'}"
     )
-    finish_run(store.path, max_failures)
+    finish_run(store.path, max_failures, flags)
 
 
 @duplex.command("import-realtime")
@@ -568,7 +575,9 @@ def gate_cmd(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Acceptance matrix: gate the run after scoring (exit 1 unless the decision is ship).",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault models.")
+@click.option(
+    "--seed", default=0, show_default=True, type=int, help="Seed of the fault models and --sample."
+)
 @click.option(
     "--state-probe",
     default=None,
@@ -576,6 +585,8 @@ def gate_cmd(
     "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
     "run after each session; its JSON becomes final-state.json.",
 )
+@subset_flags(seed=False)
+@output_flags
 @max_failures_option
 def run_cmd(
     scenario_set: str,
@@ -594,6 +605,7 @@ def run_cmd(
     seed: int,
     state_probe: str | None,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
     """Run scenarios against a live agent; one evidence bundle per session, then the report.
 
@@ -606,11 +618,22 @@ def run_cmd(
     """
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError, VoxevalError
+    from voxeval.core.items import Item
+    from voxeval.core.manifests import select_subset
+    from voxeval.core.registry import REGISTRY
     from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
+    flags = RunFlags.pop(kwargs)
+    flags.seed = seed
     try:
+        for spec in agents:
+            REGISTRY.check("duplex", spec)
         scenarios = select_scenarios(load_scenario_set(scenario_set), only)
+        scenarios, subset = select_subset(scenarios, flags.limit, flags.sample, seed)
+        if flags.dry_run:
+            plan = [Item(id=sc.id, labels={"category": str(sc.category)}) for sc, _ in scenarios]
+            dry_run(flags, agents, repeat, plan, what="scenarios")
         matrix_doc = None
         if matrix is not None:
             from voxeval.suites.duplex.validate import DuplexInputError, load_matrix
@@ -621,7 +644,7 @@ def run_cmd(
                 for problem in exc.problems:
                     click.echo(problem.format(), err=True)
                 sys.exit(EXIT_USAGE)
-        with progress_bar() as progress:
+        with progress_bar(flags.progress) as progress:
             total = len(scenarios) * repeat * len(agents)
             task = progress.add_task("sessions", total=total, status="")
             store = run_scenarios(
@@ -637,6 +660,7 @@ def run_cmd(
                 detector=detector,
                 clips=clips,
                 seed=seed,
+                subset=subset,
                 state_probe=state_probe,
                 on_plan=lambda n: progress.update(task, total=n),
                 on_record=lambda rec: progress.update(
@@ -650,11 +674,10 @@ def run_cmd(
     broken = [r for r in records if r.status != "ok"]
     for r in broken:
         err = r.error or {}
-        click.echo(f"not scored: {r.id} ({err.get('kind')}): {err.get('message')}", err=True)
-    click.echo(
+        flags.say(f"not scored: {r.id} ({err.get('kind')}): {err.get('message')}")
+    flags.say(
         f"{len(records) - len(broken)} of {len(records)} session(s) scored; "
-        f"report: {store.path / 'report.html'}",
-        err=True,
+        f"report: {store.path / 'report.html'}"
     )
     code = EXIT_OK
     if matrix_doc is not None:
@@ -665,7 +688,8 @@ def run_cmd(
         )
 
         decision = evaluate_matrix(matrix_doc, metric_table_from_run(store.path))
-        click.echo(render_text(decision), err=True)
+        if flags.chatty or decision.exit_code:
+            click.echo(render_text(decision), err=True)
         (store.path / "gate.txt").write_text(render_text(decision) + "\n")
         code = decision.exit_code
-    finish_run(store.path, max_failures, code=code)
+    finish_run(store.path, max_failures, flags, code=code)

@@ -158,7 +158,7 @@ def run_cmd(
 @click.option("--system", default=None, help="System name for lines without one.")
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR spec ('none').")
 @click.option("--judge", default=None, help="Audio-language judge spec.")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@output_flags
 @max_failures_option
 def score_audio_cmd(
     manifest: Path,
@@ -167,15 +167,16 @@ def score_audio_cmd(
     system: str | None,
     asr: str,
     judge: str | None,
-    no_progress: bool,
     max_failures: float | None,
+    **kwargs: Any,
 ) -> None:
     """Measure recordings made elsewhere (no synthesis): round trip, quality, prosody."""
     from voxeval.suites.tts.suite import score_audio
 
+    flags = RunFlags.pop(kwargs)
     asr_spec = None if asr.lower() in ("none", "") else asr
     _check_specs((), asr_spec, judge)
-    with progress_bar(not no_progress) as progress:
+    with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = score_audio(
             manifest,
@@ -187,7 +188,7 @@ def score_audio_cmd(
             on_start=on_start,
             on_record=on_record,
         )
-    _end(store, max_failures)
+    _end(store, max_failures, flags)
 
 
 @tts.command("report")

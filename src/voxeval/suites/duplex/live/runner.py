@@ -99,6 +99,7 @@ def run_scenarios(
     state_probe: str | None = None,
     cache_dir: str | Path | None = None,
     seed: int = 0,
+    subset: dict[str, int] | None = None,
     factory: AgentFactory | Mapping[str, AgentFactory] | None = None,
     on_plan: Callable[[int], None] | None = None,
     on_record: Callable[[Record], None] | None = None,
@@ -159,6 +160,8 @@ def run_scenarios(
         ],
         **scoring_config(detector),
     }
+    if subset:
+        config["subset"] = dict(subset)  # --limit / --sample that chose the scenarios
     items = [
         Item(
             id=sc.id,
