@@ -196,3 +196,63 @@ def test_new_study_infers_pairwise_and_scale(tmp_path: Path) -> None:
     evals = {e["id"]: e for e in study["evals"]}
     assert evals["pref"]["kind"] == "pairwise" and evals["mos"]["scale"]["min"] == 2
     assert not list((tmp_path / "o").glob(".*"))
+
+
+def test_a_rejected_row_never_counts_as_the_first_copy(tmp_path: Path) -> None:
+    src = write_csv(
+        tmp_path / "d.csv",
+        "rater,item,system,eval,score",
+        [
+            "a,u1,s,mos,2.5",  # not a whole likert answer: refused
+            "a,u1,s,mos,4",  # the same rater, item and eval: valid, must be kept
+            "b,u1,s,mos,3",
+            "c,u1,s,mos,1",
+            "c,u1,s,mos,5",  # a real duplicate of the line before
+        ],
+    )
+    report = import_ratings(src, out_parent=tmp_path / "o")
+    assert report.imported == 3
+    reasons = dict(report.bad)
+    assert "not a valid answer" in reasons[2] and "duplicate of line 5" in reasons[6]
+    assert 3 not in reasons
+
+
+def test_scale_typos_and_huge_scores_are_rows_not_aborts(tmp_path: Path) -> None:
+    rows = [f"r{i},u{i % 4},s,mos,{1 + i % 5}" for i in range(20)]
+    typo = write_csv(tmp_path / "t.csv", "rater,item,system,eval,score", [*rows, "x,u1,s,mos,55"])
+    report = import_ratings(typo, out_parent=tmp_path / "o")
+    assert report.imported == 20 and [b[0] for b in report.bad] == [22]
+    assert "alone would stretch the likert scale" in report.bad[0][1]
+    assert any(n.startswith("WARNING") for n in report.notes)
+    scale = study_json(report.study_dir)["evals"][0]["scale"]
+    assert (scale["min"], scale["max"]) == (1, 5)
+    huge = write_csv(
+        tmp_path / "h.csv", "rater,item,system,eval,score", [*rows, "x,u1,s,mos,-1e308"]
+    )
+    report = import_ratings(huge, out_parent=tmp_path / "o2")
+    assert report.imported == 20 and [b[0] for b in report.bad] == [22]
+
+
+def test_one_non_utf8_byte_costs_its_row_only(tmp_path: Path) -> None:
+    path = tmp_path / "n.csv"
+    path.write_bytes(
+        b"rater,item,system,eval,score\na,u1,s,mos,3\nb,u\xe91,s,mos,4\nc,u1,s,mos,2\n"
+    )
+    report = import_ratings(path, out_parent=tmp_path / "o")
+    assert report.imported == 2 and report.bad == [(3, "not UTF-8 text")]
+
+
+@pytest.mark.live
+def test_a_revision_is_announced_with_its_line(study_dir: Path, tmp_path: Path) -> None:
+    study = study_json(study_dir)
+    item = next(i for i in study["items"] if i["kind"] == "single")
+    system = item["stimuli"][0]["system"]
+    first = write_csv(
+        tmp_path / "1.csv", "rater,item,system,eval,score", [f"x,{item['id']},{system},quality,2"]
+    )
+    second = write_csv(
+        tmp_path / "2.csv", "rater,item,system,eval,score", [f"x,{item['id']},{system},quality,4"]
+    )
+    assert run_cli("study", "import", str(first), "--study", str(study_dir)).returncode == 0
+    r = run_cli("study", "import", str(second), "--study", str(study_dir))
+    assert r.returncode == 0 and "2.csv:2: warning: revises a stored rating (2 -> 4" in r.stderr

@@ -203,6 +203,12 @@ def import_cmd(
         click.echo(f"... and {len(report.bad) - 100} more bad row(s)", err=True)
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
+    for line, old, new in report.revisions[:100]:
+        click.echo(
+            f"{ratings_csv}:{line}: warning: revises a stored rating ({old:g} -> {new:g}; "
+            "the earlier score stays in the history)",
+            err=True,
+        )
     click.echo(report.summary(), err=True)
     nothing = report.imported + report.revised + report.unchanged == 0
     if nothing:

@@ -72,6 +72,8 @@ class ImportReport:
     bad: list[tuple[int, str]] = field(default_factory=list)
     new_raters: int = 0
     notes: list[str] = field(default_factory=list)
+    revisions: list[tuple[int, float, float]] = field(default_factory=list)
+    """``(line, stored score, new score)`` of each row that revised a stored rating."""
 
     def summary(self) -> str:
         return (
@@ -92,7 +94,8 @@ def _parse_time(text: str) -> str:
 def read_rows(path: Path) -> tuple[list[Row], list[tuple[int, str]], int]:
     """Rows that pass the format checks, bad rows ``(line, reason)``, and the row count."""
     try:
-        fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (closed below)
+        # undecodable bytes become surrogates, so one bad byte costs its row, not the file
+        fh = open(path, encoding="utf-8-sig", errors="surrogateescape", newline="")  # noqa: SIM115
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc}") from None
     rows: list[Row] = []
@@ -106,6 +109,8 @@ def read_rows(path: Path) -> tuple[list[Row], list[tuple[int, str]], int]:
             raise InputError(f"{path}: empty file (needs a header row)") from None
         except (csv.Error, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: unreadable header: {exc}") from None
+        if _not_utf8(header):
+            raise InputError(f"{path}: the header row is not UTF-8 text")
         cols = [h.strip().lower() for h in header]
         missing = [c for c in REQUIRED if c not in cols]
         if missing:
@@ -127,6 +132,9 @@ def read_rows(path: Path) -> tuple[list[Row], list[tuple[int, str]], int]:
             if not any(v.strip() for v in values):
                 continue
             total += 1
+            if _not_utf8(values):
+                bad.append((line, "not UTF-8 text"))
+                continue
             if len(values) > len(cols):
                 bad.append((line, f"{len(values)} fields, header has {len(cols)}"))
                 continue
@@ -197,8 +205,14 @@ def read_rows(path: Path) -> tuple[list[Row], list[tuple[int, str]], int]:
     return rows, bad, total
 
 
+def _not_utf8(values: list[str]) -> bool:
+    """True when a field holds bytes that were not UTF-8 (decoded as lone surrogates)."""
+    return any("\udc80" <= ch <= "\udcff" for v in values for ch in v)
+
+
 def _dedupe(rows: list[Row]) -> tuple[list[Row], list[tuple[int, str]]]:
-    """The first valid row per rater x item x system x eval; later ones are reported."""
+    """The first valid row per rater x item x system x eval; later ones are reported. Run it
+    after every other check, so a rejected row never counts as the first copy."""
     first: dict[tuple[str, str, str, str], int] = {}
     good, bad = [], []
     for r in rows:
@@ -234,6 +248,37 @@ def _check_against(study: Study, rows: list[Row]) -> tuple[list[Row], list[tuple
     return good, bad
 
 
+MAX_INFERRED_POINTS = 101
+"""An inferred likert scale may have at most this many points (0..100)."""
+
+
+def infer_scale(rows: list[Row]) -> tuple[tuple[int, int], list[Row]]:
+    """The likert scale (min, max) of the rows' whole-number scores, and the rows refused
+    because one row alone would stretch it: an extreme value held by a single row that more
+    than doubles the width of what the other rows span (a 55 among 1..5; among identical
+    scores, one more than 10 away), or any value that makes the scale wider than
+    ``MAX_INFERRED_POINTS``. (1, 5) when no row has a whole score.
+    """
+    whole = sorted((r for r in rows if r.score.is_integer()), key=lambda r: r.score)
+    refused: list[Row] = []
+    while len(whole) >= 3:
+        width = whole[-1].score - whole[0].score
+        inner_lo = whole[1].score - whole[0].score  # what dropping the lowest row saves
+        inner_hi = whole[-1].score - whole[-2].score
+        rest = width - max(inner_lo, inner_hi)
+        lone = (rest > 0 and width > 2 * rest) or (rest == 0 and width > 10)
+        if lone or width + 1 > MAX_INFERRED_POINTS:
+            refused.append(whole.pop(-1 if inner_hi >= inner_lo else 0))
+        else:
+            break
+    if not whole:
+        return (1, 5), refused
+    lo, hi = int(whole[0].score), int(whole[-1].score)
+    if hi - lo + 1 > MAX_INFERRED_POINTS:
+        return (1, 5), refused + whole
+    return (lo, hi if hi > lo else lo + 1), refused
+
+
 def _minimal_study(
     rows: list[Row], source: Path, scale: tuple[int, int] | None
 ) -> tuple[Study, list[Row], list[tuple[int, str]], list[str]]:
@@ -260,13 +305,22 @@ def _minimal_study(
             kept.append(r)
     rows = kept
     if scale is None:
-        whole = [r.score for r in rows if eval_kind[r.eval] == "likert" and r.score.is_integer()]
-        if whole:
-            lo, hi = int(min(whole)), int(max(whole))
-            scale = (lo, hi if hi > lo else lo + 1)
-            notes.append(f"likert scale inferred from the data: {scale[0]}..{scale[1]}")
-        else:
-            scale = (1, 5)
+        scale, stretching = infer_scale([r for r in rows if eval_kind[r.eval] == "likert"])
+        if stretching:
+            for r in stretching:
+                bad.append(
+                    (
+                        r.line,
+                        f"score {r.score:g} alone would stretch the likert scale inferred from "
+                        f"the other rows ({scale[0]}..{scale[1]}); a typo? pass --scale MIN,MAX",
+                    )
+                )
+            notes.append(
+                f"WARNING: {len(stretching)} row(s) refused as outside the inferred scale "
+                f"(lines {', '.join(str(r.line) for r in stretching)}); pass --scale to set it"
+            )
+            rows = [r for r in rows if r not in stretching]
+        notes.append(f"likert scale inferred from the data: {scale[0]}..{scale[1]}")
     evals = []
     for ev_id, kind in eval_kind.items():
         data: dict[str, Any] = {
@@ -361,6 +415,7 @@ def _write_rows(store: StudyStore, rows: list[Row], report: ImportReport, label:
                 report.imported += 1
             else:
                 report.revised += 1
+                report.revisions.append((r.line, old, r.score))
 
 
 def import_ratings(
@@ -388,8 +443,6 @@ def import_ratings(
         finally:
             store.close()
         return report
-    rows, dupes = _dedupe(rows)
-    bad += dupes
     study, good, more_bad, notes = _minimal_study(rows, csv_path, scale)
     parent = Path(out_parent or "runs")
     report = ImportReport(csv_path, parent / study.study_id, created=True, rows=total)
@@ -398,7 +451,8 @@ def import_ratings(
     if not good:
         return report
     good, even_more = _check_against(study, good)
-    report.bad = sorted(report.bad + even_more)
+    good, dupes = _dedupe(good)
+    report.bad = sorted(report.bad + even_more + dupes)
     parent.mkdir(parents=True, exist_ok=True)
     tmp = parent / f".{study.study_id}.tmp"
     tmp.mkdir()
