@@ -410,3 +410,60 @@ def test_study_folder_made_by_study_import(tmp_path: Path) -> None:
         run_analysis(src, tmp_path / "runs", screen={"age_band": "25-34"})
     with pytest.raises(InputError, match="no rater"):
         run_analysis(imported.study_dir, tmp_path / "runs", screen={"hearing": "x"})
+
+
+# -- no made-up reliability, no silent typos (issue 14, part 4) ---------------------------------
+
+
+def _analyze(tmp_path: Path, name: str, rows: list[list[str]]) -> dict:
+    folder = run_analysis(_write(tmp_path / f"{name}.csv", rows), tmp_path / f"runs-{name}")
+    return json.loads((Path(folder) / "report.json").read_text())
+
+
+def _row(rater: str, item: str, system: str, score: float | str, ev: str = "mos") -> list[str]:
+    return [rater, item, system, ev, f"{score}", "", "", "", "", "likert", ""]
+
+
+def test_one_rater_gives_no_variance_components_or_icc(tmp_path: Path) -> None:
+    rows = [_row("only", f"i{i}", f"s{i % 3}", 1 + (i * 7) % 5) for i in range(18)]
+    ev = _analyze(tmp_path, "one", rows)["evals"][0]
+    icc = ev["reliability"]["icc"]
+    assert icc["icc1"] is None and icc["icc2_1"] is None and icc["icc3_1"] is None
+    assert "one rater" in icc["note"]
+    vc = ev["model"]["variance_components"]
+    assert vc == {"rater": None, "item": None, "residual": None}
+    assert ev["model"]["variance_note"] == "not estimable (one rater, one rating per item)"
+
+
+def test_identical_scores_have_no_icc_and_tied_systems_share_a_rank(tmp_path: Path) -> None:
+    rows = [_row(f"r{r}", f"i{i}", f"s{i % 2}", 3) for r in range(4) for i in range(8)]
+    ev = _analyze(tmp_path, "same", rows)["evals"][0]
+    assert ev["reliability"]["icc"]["icc2_1"] is None
+    assert "every score is the same" in ev["reliability"]["icc"]["note"]
+    assert {s["rank_mos"] for s in ev["systems"]} == {1}
+    assert {s["rank_model"] for s in ev["systems"]} == {1}
+
+
+@pytest.mark.live
+def test_a_typo_score_is_refused_not_a_new_scale_and_repeats_are_announced(
+    tmp_path: Path,
+) -> None:
+    rows = _sim_rows()[:60]
+    typo = _row("r0", "i_extra", "sys0", 55, ev="naturalness")
+    repeat = list(rows[3])
+    repeat[4] = "1" if repeat[4] != "1" else "2"
+    path = _write(tmp_path / "t.csv", [*rows, typo, repeat])
+    folder = Path(run_analysis(path, tmp_path / "runs"))
+    report = json.loads((folder / "report.json").read_text())
+    malformed = {m["line"]: m["reason"] for m in report["source"]["malformed"]}
+    assert "alone would stretch the likert scale" in malformed[62]
+    scale = report["evals"][0]["scale"]
+    others = [float(r[4]) for r in rows]
+    assert (scale["min"], scale["max"]) == (min(others), max(others))  # not ..55
+    assert report["source"]["revisions"] == [{"line": 63, "earlier_line": 5}]
+    from tests.study.helpers import run_cli
+
+    r = run_cli("study", "analyze", str(path), "--out", str(tmp_path / "cli"))
+    assert r.returncode == 0
+    assert f"{path}:62: skipped: score 55 alone would stretch" in r.stderr
+    assert f"{path}:63: warning: repeats line 5" in r.stderr

@@ -267,7 +267,27 @@ def analyze_cmd(
     folder = run_analysis(
         source, out, exclude_flagged=exclude_flagged, judges=judges, seed=seed, screen=rules
     )
+    _analysis_warnings(Path(folder))
     print_result_path(Path(folder))
+
+
+def _analysis_warnings(folder: Path) -> None:
+    """Rows skipped and repeated rows taken as revisions, each with its line, on stderr."""
+    import json
+
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    src = report.get("source") or {}
+    where = src.get("path") or "ratings"
+    for bad in src.get("malformed") or []:
+        click.echo(f"{where}:{bad['line']}: skipped: {bad['reason']}", err=True)
+    if (src.get("malformed_count") or 0) > len(src.get("malformed") or []):
+        click.echo(f"... {src['malformed_count']} malformed row(s) in all", err=True)
+    for rev in src.get("revisions") or []:
+        click.echo(
+            f"{where}:{rev['line']}: warning: repeats line {rev['earlier_line']} (same rater, "
+            "item, system and eval); taken as a revision, the newer one is kept",
+            err=True,
+        )
 
 
 @study.command("attach")

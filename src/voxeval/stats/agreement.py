@@ -206,6 +206,10 @@ def icc(
 
     In a complete balanced design with positive variance estimates REML equals the ANOVA
     estimators, so these equal Shrout & Fleiss' mean-square formulas.
+
+    Not estimable (None, with ``note`` saying why), never a made-up number: every ICC when
+    all scores are equal (0 / 0); ICC(1) when no unit has two ratings; the two-way ICCs
+    with fewer than two raters or when no unit has two raters.
     """
     y = np.asarray(scores, dtype=np.float64)
     ok = np.isfinite(y)
@@ -216,28 +220,49 @@ def icc(
     per_unit = np.bincount(ucodes, minlength=len(ulevels))
     if y.size < 3 or len(ulevels) < 2:
         return {"n": int(y.size), "n_units": len(ulevels), "note": "too few ratings"}
-    const = np.zeros(y.size, dtype=np.int64)
-    two = fit_crossed(y, const, r, u)
-    one = fit_crossed(y, const, None, u)
-    k = float(per_unit.size / np.sum(1.0 / per_unit))
-    s2_t, s2_r, s2_e = two.var_item, two.var_rater, two.var_resid
-
-    def ratio(num: float, den: float) -> float:
-        return num / den if den > 0 else math.nan
-
-    return {
-        "icc1": ratio(one.var_item, one.var_item + one.var_resid),
-        "icc2_1": ratio(s2_t, s2_t + s2_r + s2_e),
-        "icc2_k": ratio(s2_t, s2_t + (s2_r + s2_e) / k),
-        "icc3_1": ratio(s2_t, s2_t + s2_e),
-        "k_harmonic": k,
-        "variance_components": {"unit": s2_t, "rater": s2_r, "residual": s2_e},
-        "one_way": {"unit": one.var_item, "within": one.var_resid},
-        "converged": two.converged and one.converged,
+    n_raters = len(set(r.tolist()))
+    raters_per_unit = [len(set(r[ucodes == j].tolist())) for j in range(len(ulevels))]
+    base: dict[str, Any] = {
         "n": int(y.size),
         "n_units": len(ulevels),
-        "n_raters": two.n_raters,
+        "n_raters": n_raters,
+        "icc1": None,
+        "icc2_1": None,
+        "icc2_k": None,
+        "icc3_1": None,
     }
+    if float(np.ptp(y)) == 0.0:
+        return {**base, "note": "not estimable (every score is the same: 0 / 0)"}
+    const = np.zeros(y.size, dtype=np.int64)
+    one = fit_crossed(y, const, None, u)
+    k = float(per_unit.size / np.sum(1.0 / per_unit))
+    out = {**base, "k_harmonic": k, "converged": one.converged}
+    notes = []
+    if per_unit.max() >= 2:
+        out["icc1"] = _ratio(one.var_item, one.var_item + one.var_resid)
+        out["one_way"] = {"unit": one.var_item, "within": one.var_resid}
+    else:
+        notes.append("ICC(1) not estimable (one rating per unit)")
+    if n_raters < 2 or max(raters_per_unit) < 2:
+        why = "one rater" if n_raters < 2 else "no unit has two raters"
+        notes.append(f"two-way ICCs and variance components not estimable ({why})")
+    else:
+        two = fit_crossed(y, const, r, u)
+        s2_t, s2_r, s2_e = two.var_item, two.var_rater, two.var_resid
+        out.update(
+            icc2_1=_ratio(s2_t, s2_t + s2_r + s2_e),
+            icc2_k=_ratio(s2_t, s2_t + (s2_r + s2_e) / k),
+            icc3_1=_ratio(s2_t, s2_t + s2_e),
+            variance_components={"unit": s2_t, "rater": s2_r, "residual": s2_e},
+            converged=two.converged and one.converged,
+        )
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
 
 
 # -- rater QC -------------------------------------------------------------------------------

@@ -287,14 +287,32 @@ class CrossedFit:
         z = normal_quantile(level)
         return {"diff": d, "se": se, "ci_lo": d - z * se, "ci_hi": d + z * se}
 
-    def variance_components(self) -> dict[str, float]:
-        return {"rater": self.var_rater, "item": self.var_item, "residual": self.var_resid}
+    def variance_components(self) -> dict[str, float | None]:
+        """The REML variances; None where the design cannot tell them apart: the rater
+        variance with fewer than two raters, item and residual when no item has two
+        ratings (only their sum is seen)."""
+        separable = self.n > self.n_items
+        return {
+            "rater": self.var_rater if self.n_raters >= 2 else None,
+            "item": self.var_item if separable else None,
+            "residual": self.var_resid if separable else None,
+        }
+
+    def estimability(self) -> str | None:
+        """Why some variance component is not estimable (None: all are)."""
+        why = []
+        if self.n_raters < 2:
+            why.append("one rater")
+        if self.n <= self.n_items:
+            why.append("one rating per item")
+        return f"not estimable ({', '.join(why)})" if why else None
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description of the fit (without the per-system table)."""
         return {
             "model": "score ~ 0 + system + (1|rater) + (1|item), REML",
             "variance_components": self.variance_components(),
+            "variance_note": self.estimability(),
             "deviance_reml": self.deviance,
             "iterations": self.iterations,
             "evaluations": self.evaluations,

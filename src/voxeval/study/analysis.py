@@ -119,6 +119,9 @@ class LoadedRatings:
     rows_read: int
     revisions: int
     columns: list[str]
+    revision_lines: list[tuple[int, int]] = field(default_factory=list)
+    """``(line, earlier line)``: a repeated row (same rater, item, system, eval) and the row
+    it was weighed against; the newer (timestamp, else the later line) is kept."""
 
 
 def _parse_time(text: str) -> _dt.datetime:
@@ -188,8 +191,11 @@ def load_ratings_csv(
                 continue
             rows.append((line, {c: values[i].strip() for c, i in index.items()}))
     rows_read = len(rows) + len(malformed)
-    ratings, more, revisions = _check_rows(rows, evals)
+    ratings, more, revision_lines = _check_rows(rows, evals)
     malformed.extend(more)
+    if evals is None:  # no study.json: a lone typo must not stretch the inferred scale
+        ratings, stretched = _refuse_stretching(ratings)
+        malformed.extend(stretched)
     malformed.sort()
     if not len(ratings):
         shown = "; ".join(f"line {ln}: {why}" for ln, why in malformed[:5])
@@ -197,12 +203,31 @@ def load_ratings_csv(
             f"no usable ratings in {name} ({rows_read} data row(s), "
             f"{len(malformed)} malformed{': ' + shown if shown else ''})"
         )
-    return LoadedRatings(ratings, malformed, rows_read, revisions, columns)
+    return LoadedRatings(
+        ratings, malformed, rows_read, len(revision_lines), columns, revision_lines
+    )
+
+
+def _refuse_stretching(ratings: Ratings) -> tuple[Ratings, list[tuple[int, str]]]:
+    """Rows of a likert eval whose score alone would stretch the scale inferred from the
+    others (:func:`voxeval.study.format.infer_likert_scale`), as malformed rows."""
+    from voxeval.study.format import infer_likert_scale, stretch_reason
+
+    refused: dict[int, str] = {}
+    for ev in sorted(set(ratings.eval)):
+        idx = [i for i, e in enumerate(ratings.eval) if e == ev and ratings.kind[i] != "pairwise"]
+        scale, out = infer_likert_scale([(ratings.line[i], ratings.score[i]) for i in idx])
+        for line, score in out:
+            refused[line] = stretch_reason(score, scale)
+    if not refused:
+        return ratings, []
+    keep = [i for i, line in enumerate(ratings.line) if line not in refused]
+    return ratings.take(keep), sorted(refused.items())
 
 
 def _check_rows(
     rows: list[tuple[int, dict[str, str]]], evals: Mapping[str, EvalMeta] | None
-) -> tuple[Ratings, list[tuple[int, str]], int]:
+) -> tuple[Ratings, list[tuple[int, str]], list[tuple[int, int]]]:
     bad: list[tuple[int, str]] = []
     kind_of: dict[str, str] = {e: m.kind for e, m in (evals or {}).items()}
     good: list[tuple[int, dict[str, Any]]] = []
@@ -283,12 +308,12 @@ def _check_rows(
         )
     # revisions: keep the newest (timestamp, else later line) per key
     latest: dict[tuple[str, ...], tuple[int, dict[str, Any]]] = {}
-    revisions = 0
+    revisions: list[tuple[int, int]] = []
     for line, g in good:
         key = (g["rater"], g["item"], g["system"], g["system_b"], g["eval"])
         prev = latest.get(key)
         if prev is not None:
-            revisions += 1
+            revisions.append((line, prev[0]))
             older = (
                 prev[1]["timestamp"]
                 and g["timestamp"]
@@ -481,8 +506,14 @@ def _estimates(rows: Sequence[Any]) -> dict[str, dict[str, Any]]:
 
 
 def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
-    order = sorted(scores, key=lambda k: (-scores[k] if math.isfinite(scores[k]) else math.inf, k))
-    return {k: i + 1 for i, k in enumerate(order)}
+    """Competition ranks, best (highest) first: equal scores share a rank (1, 1, 3); a
+    score that is not finite ranks after every finite one."""
+
+    def key(k: str) -> float:
+        return -scores[k] if math.isfinite(scores[k]) else math.inf
+
+    keys = {k: key(k) for k in scores}
+    return {k: 1 + sum(1 for other in keys.values() if other < v) for k, v in keys.items()}
 
 
 def _likert_eval(
@@ -1183,6 +1214,10 @@ def build_report(
             "rows_read": loaded.rows_read,
             "rows_used": len(loaded.ratings),
             "revisions_replaced": loaded.revisions,
+            "revisions": [
+                {"line": ln, "earlier_line": prev}
+                for ln, prev in loaded.revision_lines[:MAX_PROBLEMS_LISTED]
+            ],
             "malformed_count": len(loaded.malformed),
             "malformed": [
                 {"line": ln, "reason": why} for ln, why in loaded.malformed[:MAX_PROBLEMS_LISTED]
@@ -1352,6 +1387,8 @@ def _sections(report: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, Any]
                 ),
             )
         )
+        if m.get("variance_note"):
+            parts.append(("p", f"Variance components: {m['variance_note']}."))
         mv = ev.get("mos_vs_model", {})
         parts.append(
             (
@@ -1405,6 +1442,8 @@ def _sections(report: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, Any]
                 ),
             )
         )
+        if icc_.get("note"):
+            parts.append(("p", f"ICC: {icc_['note']}."))
         out.append((f"Eval {ev['id']}", parts))
 
     dims = report.get("dimensions") or {}

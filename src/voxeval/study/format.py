@@ -356,3 +356,41 @@ def save_study(study_dir: Path, study: Study) -> Path:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     return path
+
+
+MAX_INFERRED_POINTS = 101
+"""An inferred likert scale may have at most this many points (0..100)."""
+
+
+def infer_likert_scale(
+    scores: list[tuple[int, float]],
+) -> tuple[tuple[int, int], list[tuple[int, float]]]:
+    """The likert scale (min, max) of the whole-number scores of ``(line, score)`` rows, and
+    the rows refused because one row alone would stretch it: an extreme value held by a
+    single row that more than doubles the width of what the other rows span (a 55 among
+    1..5; among identical scores, one more than 10 away), or any value that makes the scale
+    wider than ``MAX_INFERRED_POINTS``. (1, 5) when no row has a whole score."""
+    whole = sorted((row for row in scores if float(row[1]).is_integer()), key=lambda r: r[1])
+    refused: list[tuple[int, float]] = []
+    while len(whole) >= 3:
+        width = whole[-1][1] - whole[0][1]
+        inner_lo = whole[1][1] - whole[0][1]  # what dropping the lowest row saves
+        inner_hi = whole[-1][1] - whole[-2][1]
+        rest = width - max(inner_lo, inner_hi)
+        lone = (rest > 0 and width > 2 * rest) or (rest == 0 and width > 10)
+        if not (lone or width + 1 > MAX_INFERRED_POINTS):
+            break
+        refused.append(whole.pop(-1 if inner_hi >= inner_lo else 0))
+    if not whole:
+        return (1, 5), refused
+    lo, hi = int(whole[0][1]), int(whole[-1][1])
+    if hi - lo + 1 > MAX_INFERRED_POINTS:
+        return (1, 5), refused + whole
+    return (lo, hi if hi > lo else lo + 1), refused
+
+
+def stretch_reason(score: float, scale: tuple[int, int]) -> str:
+    return (
+        f"score {score:g} alone would stretch the likert scale inferred from the other rows "
+        f"({scale[0]}..{scale[1]}); a typo? give the scale (--scale MIN,MAX or study.json)"
+    )

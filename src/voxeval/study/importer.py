@@ -34,8 +34,10 @@ from voxeval.study.format import (
     Item,
     Stimulus,
     Study,
+    infer_likert_scale,
     load_study,
     save_study,
+    stretch_reason,
 )
 from voxeval.study.store import RatingWrite, StudyStore, utc_now
 
@@ -248,37 +250,6 @@ def _check_against(study: Study, rows: list[Row]) -> tuple[list[Row], list[tuple
     return good, bad
 
 
-MAX_INFERRED_POINTS = 101
-"""An inferred likert scale may have at most this many points (0..100)."""
-
-
-def infer_scale(rows: list[Row]) -> tuple[tuple[int, int], list[Row]]:
-    """The likert scale (min, max) of the rows' whole-number scores, and the rows refused
-    because one row alone would stretch it: an extreme value held by a single row that more
-    than doubles the width of what the other rows span (a 55 among 1..5; among identical
-    scores, one more than 10 away), or any value that makes the scale wider than
-    ``MAX_INFERRED_POINTS``. (1, 5) when no row has a whole score.
-    """
-    whole = sorted((r for r in rows if r.score.is_integer()), key=lambda r: r.score)
-    refused: list[Row] = []
-    while len(whole) >= 3:
-        width = whole[-1].score - whole[0].score
-        inner_lo = whole[1].score - whole[0].score  # what dropping the lowest row saves
-        inner_hi = whole[-1].score - whole[-2].score
-        rest = width - max(inner_lo, inner_hi)
-        lone = (rest > 0 and width > 2 * rest) or (rest == 0 and width > 10)
-        if lone or width + 1 > MAX_INFERRED_POINTS:
-            refused.append(whole.pop(-1 if inner_hi >= inner_lo else 0))
-        else:
-            break
-    if not whole:
-        return (1, 5), refused
-    lo, hi = int(whole[0].score), int(whole[-1].score)
-    if hi - lo + 1 > MAX_INFERRED_POINTS:
-        return (1, 5), refused + whole
-    return (lo, hi if hi > lo else lo + 1), refused
-
-
 def _minimal_study(
     rows: list[Row], source: Path, scale: tuple[int, int] | None
 ) -> tuple[Study, list[Row], list[tuple[int, str]], list[str]]:
@@ -305,16 +276,13 @@ def _minimal_study(
             kept.append(r)
     rows = kept
     if scale is None:
-        scale, stretching = infer_scale([r for r in rows if eval_kind[r.eval] == "likert"])
+        likert = [(r.line, r.score) for r in rows if eval_kind[r.eval] == "likert"]
+        scale, refused = infer_likert_scale(likert)
+        refused_lines = {line for line, _ in refused}
+        stretching = [r for r in rows if r.line in refused_lines]
         if stretching:
             for r in stretching:
-                bad.append(
-                    (
-                        r.line,
-                        f"score {r.score:g} alone would stretch the likert scale inferred from "
-                        f"the other rows ({scale[0]}..{scale[1]}); a typo? pass --scale MIN,MAX",
-                    )
-                )
+                bad.append((r.line, stretch_reason(r.score, scale)))
             notes.append(
                 f"WARNING: {len(stretching)} row(s) refused as outside the inferred scale "
                 f"(lines {', '.join(str(r.line) for r in stretching)}); pass --scale to set it"
