@@ -37,6 +37,18 @@ NON_GROUP_LABELS = frozenset(
 )
 MAX_GROUP_VALUES = 50
 WORST_ITEMS = 8
+MAX_REPORT_CHARS = 2000
+"""Texts stored in a report (worst items) are cut to this many characters; records keep
+the full text."""
+MAX_ALIGNMENT_OPS = 400
+"""Alignment steps stored per worst item (the first ones); the count of all is kept."""
+
+
+def capped_text(text: str | None, limit: int = MAX_REPORT_CHARS) -> str | None:
+    """``text`` cut to ``limit`` characters with a marker saying how much was left out."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters in records.jsonl]"
 
 
 def rescore(records: list[Record], items: dict[str, Item], normalizer: str) -> list[Record]:
@@ -194,6 +206,7 @@ def _worst(records: list[Record], items: dict[str, Item]) -> list[dict[str, Any]
         if errors == 0:
             break
         item = items[r.id]
+        alignment = align_words(m["ref_norm"].split(), m["hyp_norm"].split())
         out.append(
             {
                 "id": r.id,
@@ -202,9 +215,10 @@ def _worst(records: list[Record], items: dict[str, Item]) -> list[dict[str, Any]
                 "errors": errors,
                 "ref_words": m["ref_words"],
                 "wer": errors / m["ref_words"] if m["ref_words"] else math.nan,
-                "text": item.text,
-                "pred_text": r.output.get("pred_text"),
-                "alignment": align_words(m["ref_norm"].split(), m["hyp_norm"].split()),
+                "text": capped_text(item.text),
+                "pred_text": capped_text(r.output.get("pred_text")),
+                "alignment": alignment[:MAX_ALIGNMENT_OPS],
+                "alignment_steps": len(alignment),
             }
         )
     return out
