@@ -392,3 +392,28 @@ def test_same_agent_in_both_runs_gets_run_ids(
     singles = Counter(i.system for i in study.items if i.kind == "single" and not i.trap)
     assert set(singles) == {f"echo@{run_a.name}", "echo@copy-run"}
     assert singles["echo@copy-run"] == singles[f"echo@{run_a.name}"] >= 3
+
+
+def test_every_unusable_stimulus_is_listed_with_its_line_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    items = write_items(tmp_path / "items.jsonl", n_signals=2)
+    lines = [json.loads(x) for x in items.read_text().splitlines()]
+    real = Path(lines[0]["audio"])
+    data, sr = sf.read(real, dtype="float32")
+    nan = data.copy()
+    nan[100:110] = np.nan
+    sf.write(tmp_path / "nan.wav", nan, sr, subtype="FLOAT")
+    (tmp_path / "junk.wav").write_bytes(b"RIFF" + b"\x00" * 60)
+    lines[1]["audio"] = str(tmp_path / "nan.wav")
+    lines[3]["audio"] = str(tmp_path / "junk.wav")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    q = write_questions(tmp_path / "q.yaml")
+    with pytest.raises(ManifestError) as exc:
+        create_study([bad], q, tmp_path / "out")
+    got = dict(exc.value.problems)
+    assert sorted(got) == [2, 4]
+    assert "NaN" in got[2]
+    assert got[4].count("cannot read audio") == 1  # said once, not twice
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -75,8 +75,14 @@ def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
     _check_wav_complete(p)
     try:
         data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
-    except Exception as exc:
-        raise AudioError(f"cannot read audio {p}: {exc}", kind="unreadable") from None
+    except Exception as sf_exc:  # libsndfile cannot read it: FFmpeg through PyAV (mono)
+        try:
+            mono, file_sr = _read_av(p)
+        except ImportError:
+            raise AudioError(f"cannot read audio {p}: {sf_exc}", kind="unreadable") from None
+        except Exception as av_exc:
+            raise AudioError(f"cannot read audio {p}: {av_exc}", kind="unreadable") from None
+        data = mono[:, None]
     if data.shape[0] == 0:
         raise AudioError(f"audio has no samples: {p}", kind="empty")
     if not np.all(np.isfinite(data)):

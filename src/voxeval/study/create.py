@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.core.errors import InputError, ManifestError
+from voxeval.core.errors import AudioError, InputError, ManifestError
 from voxeval.study.format import (
     AUDIO_DIR,
     INVITES_FILE,
@@ -309,8 +309,8 @@ def _write_source(s: Source, study_dir: Path, used: set[str]) -> Stimulus:
         assert s.path is not None
         try:
             s.samples, s.sr = read_stimulus(s.path)
-        except Exception as exc:
-            raise InputError(f"cannot read audio {s.path}: {exc}") from None
+        except AudioError as exc:
+            raise InputError(str(exc)) from None
     name = f"{AUDIO_DIR}/{_opaque('', used, 8)}.wav"
     duration = write_stimulus(study_dir / name, s.samples, s.sr)
     s.written = Stimulus(
@@ -339,6 +339,28 @@ def _expectations(q: Questions, kind: str) -> dict[str, float]:
             if value is not None:
                 out[e.id] = float(value)
     return out
+
+
+def _read_stimuli(sources: list[Source]) -> None:
+    """Read every file stimulus before anything is written; every problem (missing,
+    unreadable, empty, truncated, NaN samples) is listed with its source line."""
+    from voxeval.study.stimuli import read_stimulus
+
+    problems: dict[str, list[tuple[int, str]]] = {}
+    for s in sources:
+        if s.samples is not None or s.path is None:
+            continue
+        try:
+            s.samples, s.sr = read_stimulus(s.path)
+        except AudioError as exc:
+            where = s.origin.rsplit(":", 1)[0] if s.origin else "sources"
+            problems.setdefault(where, []).append((s.line, f"{s.key}: {exc}"))
+    if problems:
+        where, listed = next(iter(problems.items()))
+        if len(problems) > 1:
+            listed = [(ln, f"{w}:{ln}: {m}") for w, rows in problems.items() for ln, m in rows]
+            where = "the sources"
+        raise ManifestError(where, listed)
 
 
 def _check_gold(q: Questions, sources: list[Source]) -> None:
@@ -465,6 +487,7 @@ def create_study(
         raise InputError("--raters-per-item must be at least 1")
     sources, infos, notes = read_sources(sources_paths)
     _check_gold(q, sources)
+    _read_stimuli(sources)
     rng = random.Random(seed)
     likert = [e for e in q.evals if e.kind == "likert"]
     pairwise = [e for e in q.evals if e.kind == "pairwise"]

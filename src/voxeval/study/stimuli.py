@@ -20,17 +20,11 @@ HP_QUIET_DB = -6.0
 
 
 def read_stimulus(path: Path) -> tuple[np.ndarray, int]:
-    """Samples (frames x channels, float32) and rate of any readable file, channels kept."""
-    import soundfile as sf
+    """Samples (frames x channels, float32) and rate of any readable file, channels kept,
+    through the checked loader (missing, empty, truncated or NaN audio is an AudioError)."""
+    from voxeval.core.audio import load_channels
 
-    try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except Exception:
-        from voxeval.core.audio import load_audio
-
-        audio = load_audio(path, sr=None)
-        return audio.samples[:, None], audio.sr
-    return data, int(sr)
+    return load_channels(path)
 
 
 def write_stimulus(path: Path, samples: np.ndarray, sr: int) -> float:
