@@ -1,0 +1,167 @@
+"""The README's exit-code table holds for every command: 2 for a usage or input error found
+before any work (nothing written), 1 when a system failed wholly, 0 otherwise."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, make_manifest
+from voxeval.cli.main import main
+
+
+def _code(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    code = exc.value.code
+    return int(code) if code is not None else 0
+
+
+def test_the_readme_table_states_the_three_codes() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| (\d) \| (.+?) \|$", readme, flags=re.M))
+    assert set(rows) == {"0", "1", "2"}
+    assert "gate or check failed" in rows["1"] and "failed wholly" in rows["1"]
+    assert "before any work starts" in rows["2"] and "Nothing is written" in rows["2"]
+
+
+def _usage_errors(tmp: Path) -> dict[str, list[str]]:
+    manifest = make_manifest(tmp / "m.jsonl", limit=1)
+    mono = tmp / "mono.wav"
+    mono.write_bytes((REPO.parent / "shared/data/read_speech/ljspeech/LJ001-0002.wav").read_bytes())
+    bad_csv = tmp / "r.csv"
+    bad_csv.write_text("rater,item\n")
+    out = str(tmp / "out")
+    return {
+        "asr run": [
+            "asr",
+            "run",
+            "-m",
+            str(manifest),
+            "-s",
+            "faster-whisper?beam_sise=5",
+            "-o",
+            out,
+        ],
+        "asr run --format": [
+            "asr",
+            "run",
+            "-m",
+            str(manifest),
+            "--format",
+            "kaldi",
+            "-s",
+            "mock:silence",
+            "-o",
+            out,
+        ],
+        "asr score": ["asr", "score", str(tmp / "missing.jsonl"), "-o", out],
+        "asr build-conditions": [
+            "asr",
+            "build-conditions",
+            "-m",
+            str(tmp / "nope.jsonl"),
+            "-o",
+            out,
+        ],
+        "tts run": ["tts", "run", "-s", "piper?lenght_scale=1", "-o", out],
+        "tts score-audio": ["tts", "score-audio", "-m", str(tmp / "nope.jsonl"), "-o", out],
+        "su run": [
+            "su",
+            "run",
+            "--task",
+            "emotion",
+            "-m",
+            str(manifest),
+            "-s",
+            "mock:silence",
+            "-o",
+            out,
+        ],
+        "duplex run": ["duplex", "run", "--agent", "python:no_such_module:make", "-o", out],
+        "duplex score": ["duplex", "score", "--stereo", str(mono), "-o", out],
+        "study import": ["study", "import", str(bad_csv), "--out", out],
+        "study analyze": ["study", "analyze", str(tmp / "nope.csv"), "--out", out],
+        "study create": [
+            "study",
+            "create",
+            "--from",
+            str(tmp / "nope.jsonl"),
+            "--questions",
+            str(tmp / "q.yaml"),
+            "--out",
+            out,
+        ],
+        "report": ["report", str(tmp / "no-run")],
+        "compare": ["compare", str(tmp / "a"), str(tmp / "b")],
+        "demo": ["demo", "--no-such-flag"],
+        "nearest command": ["asrr", "run"],
+    }
+
+
+COMMANDS = [
+    "asr run",
+    "asr run --format",
+    "asr score",
+    "asr build-conditions",
+    "tts run",
+    "tts score-audio",
+    "su run",
+    "duplex run",
+    "duplex score",
+    "study import",
+    "study analyze",
+    "study create",
+    "report",
+    "compare",
+    "demo",
+    "nearest command",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_usage_or_input_error_is_exit_2_and_writes_nothing(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = _usage_errors(tmp_path)[command]
+    assert _code(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_system_that_fails_every_item_is_exit_1_in_every_run_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_systems.py").write_text(
+        "def make(**kw):\n"
+        "    def f(*args, **kwargs):\n"
+        "        raise RuntimeError('broken on purpose')\n"
+        "    return f\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    manifest = make_manifest(tmp_path / "m.jsonl", limit=2)
+    spec = "python:broken_systems:make"
+    asr = ["asr", "run", "-m", str(manifest), "-s", spec, "-o", "r1", "-q"]
+    tts = [
+        "tts",
+        "run",
+        "-s",
+        spec,
+        "--asr",
+        "none",
+        "--items",
+        "demo",
+        "--limit",
+        "2",
+        "-o",
+        "r2",
+        "-q",
+    ]
+    assert _code(asr) == 1
+    assert _code(tts) == 1
+    err = capsys.readouterr().err
+    assert err.count("exit 1: a system failed every item") == 2
+    assert "broken on purpose" in err
