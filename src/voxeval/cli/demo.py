@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from voxeval.cli.common import print_result_path, results_out_option
+from voxeval.cli.common import RunFlags, output_flags, print_result_path, results_out_option
 
 
 @click.command()
@@ -24,7 +25,10 @@ from voxeval.cli.common import print_result_path, results_out_option
     help="Run the sections one after another (default: side by side, duplex at normal "
     "priority, the others at low priority).",
 )
-def demo(out: Path, only: tuple[str, ...], workers: int, full: bool, serial: bool) -> None:
+@output_flags
+def demo(
+    out: Path, only: tuple[str, ...], workers: int, full: bool, serial: bool, **kwargs: Any
+) -> None:
     """Build demo data for each suite, run it, and write one report with a section per suite.
 
     The quick default shows each capability once; --full runs each suite's larger demo set.
@@ -32,14 +36,29 @@ def demo(out: Path, only: tuple[str, ...], workers: int, full: bool, serial: boo
     from voxeval.cli.common import progress_bar
     from voxeval.demo import failed_suites, run_demo
 
-    with progress_bar() as progress:
+    flags = RunFlags.pop(kwargs)
+    with progress_bar(flags.progress) as progress:
         path = run_demo(
             out, only=list(only), workers=workers, progress=progress, full=full, serial=serial
         )
-    click.echo(f"report: {path / 'report.html'}", err=True)
+    flags.say(f"report: {path / 'report.html'}")
     failed = failed_suites(path)
     if failed:
         click.echo(f"demo failed in: {', '.join(failed)} (see the report)", err=True)
-    print_result_path(path)
+    if flags.json:
+        import json
+
+        click.echo(
+            json.dumps(
+                {
+                    "run_dir": str(path),
+                    "exit_code": 1 if failed else 0,
+                    "report_html": str(path / "report.html"),
+                    "failed_suites": failed,
+                }
+            )
+        )
+    else:
+        print_result_path(path)
     if failed:
         raise SystemExit(1)

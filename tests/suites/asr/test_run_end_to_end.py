@@ -78,12 +78,13 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
     # mock:fail failed every item: exit 1 (voxeval.core.failures), the run is still written
     assert code == 1
     assert "mock:fail: 8/8 failed: system_load: " in err
-    assert f"{ENGINE}: 2/8 failed: " in err and "exit 1: a system failed every item" in err
+    assert f"{ENGINE}: 3/8 failed: " in err and "exit 1: a system failed every item" in err
     run = Path(out.strip().splitlines()[-1])
     assert run.parent == tmp_path / "runs" and (run / "report.html").exists()
     recs = {(r["id"], r["system"]): r for r in _records(run)}
     assert len(recs) == 2 * 8
-    assert recs[("trunc", ENGINE)]["status"] == "ok"
+    # a WAV whose data is shorter than its header says is an error, never a shorter clip
+    assert recs[("trunc", ENGINE)]["error"]["kind"] == "truncated"
     assert recs[("zero", ENGINE)]["error"]["kind"] == "empty"
     assert recs[("missing", ENGINE)]["error"]["kind"] == "missing"
     assert recs[("stereo8k", ENGINE)]["status"] == "ok"
@@ -92,9 +93,9 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
     report = json.loads((run / "report.json").read_text())
     assert report["suite"] == "asr" and report["metrics_version"] and report["systems"]
     eng = next(s for s in report["systems"] if s["system"] == ENGINE)
-    assert eng["overall"]["n"] == 5  # 3 clean + trunc + stereo; empty ref kept apart
-    assert eng["overall"]["n_empty_ref"] == 1 and eng["overall"]["n_failed"] == 2
-    assert eng["failures"]["by_kind"] == {"empty": 1, "missing": 1}
+    assert eng["overall"]["n"] == 4  # 3 clean + stereo; empty ref kept apart
+    assert eng["overall"]["n_empty_ref"] == 1 and eng["overall"]["n_failed"] == 3
+    assert eng["failures"]["by_kind"] == {"empty": 1, "missing": 1, "truncated": 1}
     fail = next(s for s in report["systems"] if s["system"] == "mock:fail")
     assert fail["overall"]["n"] == 0 and fail["overall"]["wer"] is None
     assert fail["overall"]["n_failed"] == 8
