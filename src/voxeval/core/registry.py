@@ -135,6 +135,8 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
         options=(
             Opt("dither_dbfs", "float", "-60", "seeded dither level added before decoding"),
             Opt("seed", "int", "0", "dither seed"),
+            Opt("maxhmmpf", "int", "3000", "HMMs searched per frame (library: 30000)"),
+            Opt("maxwpf", "int", "5", "distinct words per frame (library: -1, no cap)"),
         ),
         more_options="any PocketSphinx Config key (beam, lw, hmm, lm, dict, ...)",
     ),

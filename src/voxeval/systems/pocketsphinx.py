@@ -9,6 +9,11 @@ deterministic Gaussian dither at ``dither_dbfs`` RMS (default -60 dBFS) from a f
 generator is added to every input before the int16 conversion: the same audio always gives
 the same PCM. The feature extractor (live cepstral mean normalisation) is reset before
 every clip, so a transcript does not depend on which clips were decoded before it.
+
+The search is capped per frame (``maxhmmpf=3000``, ``maxwpf=5``; PocketSphinx's own defaults
+are 30000 and -1): on 32 real read and accented clips WER 0.371 against 0.370 uncapped, in
+half the CPU time (24 s against 45 s here). Pass ``maxhmmpf=30000&maxwpf=-1`` for the
+library's defaults.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from voxeval.systems.base import Transcript, Word
 __all__ = ["PocketSphinxTranscriber", "build", "clean_token", "to_pcm16"]
 
 _OWN_OPTIONS = ("dither_dbfs", "seed")
+SEARCH_DEFAULTS = {"maxhmmpf": "3000", "maxwpf": "5"}
+"""voxeval's defaults for PocketSphinx's per-frame search caps (see the module docstring)."""
 _FIXED_CONFIG = ("samprate",)  # we always feed 16 kHz
 _INSTALL_HINT = "pip install 'voxeval[pocketsphinx]'"
 _ALT_PRON = re.compile(r"\(\d+\)$")
@@ -120,7 +127,7 @@ class PocketSphinxTranscriber:
         if self._decoder is not None:
             return
         ps = _import_pocketsphinx()
-        kwargs: dict[str, Any] = {"loglevel": "ERROR", **self.config}
+        kwargs: dict[str, Any] = {"loglevel": "ERROR", **SEARCH_DEFAULTS, **self.config}
         try:
             self._decoder = ps.Decoder(**kwargs)
         except (KeyError, ValueError, RuntimeError) as exc:
@@ -176,6 +183,12 @@ class PocketSphinxTranscriber:
             "config_overrides": self.config,
             "dither_dbfs": self.dither_dbfs,
             "dither_seed": self.seed,
-            "decoding": {"full_utt": True},
+            "decoding": {
+                "full_utt": True,
+                **{
+                    **SEARCH_DEFAULTS,
+                    **{k: v for k, v in self.config.items() if k in SEARCH_DEFAULTS},
+                },
+            },
             "versions": {"pocketsphinx": version},
         }
