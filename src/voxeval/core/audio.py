@@ -40,54 +40,54 @@ def load_audio(
     than its header declares. Raises ``AudioError`` with kind ``missing``, ``unreadable``,
     ``empty`` or ``truncated``.
     """
-    p = Path(path)
-    if not p.exists():
-        raise AudioError(f"audio file not found: {p}", kind="missing")
-    if p.stat().st_size == 0:
-        raise AudioError(f"audio file is empty (0 bytes): {p}", kind="empty")
-    _check_wav_complete(p)
-    try:
-        samples, file_sr = _read_soundfile(p, offset, duration)
-    except AudioError:
-        raise
-    except Exception as sf_exc:  # libsndfile cannot read it: try FFmpeg through PyAV
-        try:
-            samples, file_sr = _read_av(p)
-        except ImportError:
-            raise AudioError(f"cannot read audio {p}: {sf_exc}", kind="unreadable") from None
-        except Exception as av_exc:
-            raise AudioError(f"cannot read audio {p}: {av_exc}", kind="unreadable") from None
-        samples = _segment(samples, int(file_sr), offset, duration, str(p))
-    return _finish(samples, int(file_sr), sr, str(p))
+    p = _checked_file(path)
+    data, file_sr, whole = _decode(p, offset, duration)
+    samples = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+    if whole:  # PyAV decoded the whole file: cut the segment here
+        samples = _segment(samples, file_sr, offset, duration, str(p))
+    return _finish(samples, file_sr, sr, str(p))
 
 
 def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
     """Every channel of ``path`` as float32 ``[frames, channels]`` at the file's rate, with
     :func:`load_audio`'s checks (``missing``, ``empty``, ``truncated``, NaN/inf samples are
     ``unreadable``). For recordings whose channels are different talkers."""
-    import soundfile as sf
+    p = _checked_file(path)
+    data, file_sr, _ = _decode(p, None, None)
+    if data.shape[0] == 0:
+        raise AudioError(f"audio has no samples: {p}", kind="empty")
+    if not np.all(np.isfinite(data)):
+        raise AudioError(f"audio has NaN or infinite samples: {p}", kind="unreadable")
+    return data, file_sr
 
+
+def _checked_file(path: str | Path) -> Path:
+    """``path`` if it exists, is not empty and (a WAV) holds the data its header declares."""
     p = Path(path)
     if not p.exists():
         raise AudioError(f"audio file not found: {p}", kind="missing")
     if p.stat().st_size == 0:
         raise AudioError(f"audio file is empty (0 bytes): {p}", kind="empty")
     _check_wav_complete(p)
+    return p
+
+
+def _decode(p: Path, offset: float | None, duration: float | None) -> tuple[np.ndarray, int, bool]:
+    """``[frames, channels]`` samples and rate through libsndfile (the segment only), else
+    PyAV (mono, the whole file: the flag says so)."""
     try:
-        data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
-    except Exception as sf_exc:  # libsndfile cannot read it: FFmpeg through PyAV (mono)
+        data, file_sr = _read_soundfile(p, offset, duration)
+        return data, file_sr, False
+    except AudioError:
+        raise
+    except Exception as sf_exc:  # libsndfile cannot read it: try FFmpeg through PyAV
         try:
             mono, file_sr = _read_av(p)
         except ImportError:
             raise AudioError(f"cannot read audio {p}: {sf_exc}", kind="unreadable") from None
         except Exception as av_exc:
             raise AudioError(f"cannot read audio {p}: {av_exc}", kind="unreadable") from None
-        data = mono[:, None]
-    if data.shape[0] == 0:
-        raise AudioError(f"audio has no samples: {p}", kind="empty")
-    if not np.all(np.isfinite(data)):
-        raise AudioError(f"audio has NaN or infinite samples: {p}", kind="unreadable")
-    return data, int(file_sr)
+        return mono[:, None], file_sr, True
 
 
 def channel_count(path: str | Path) -> int:
@@ -213,7 +213,7 @@ def _read_soundfile(
                 kind="truncated",
             )
         data, file_sr = sf.read(str(p), start=start, frames=frames, dtype="float32", always_2d=True)
-    return data.mean(axis=1) if data.shape[1] > 1 else data[:, 0], int(file_sr)
+    return data, int(file_sr)
 
 
 def _read_av(p: Path) -> tuple[np.ndarray, int]:
