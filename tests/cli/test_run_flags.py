@@ -79,8 +79,8 @@ def test_json_and_quiet_on_failure_and_named_systems(
     summary = json.loads(out)
     assert code == 1 and summary["exit_code"] == 1
     by = {s["system"]: s for s in summary["systems"]}
-    assert by["broken=mock:fail"]["failed"] == 2 and by["mock:silence"]["failed"] == 0
-    assert "broken=mock:fail: 2/2 failed" in err
+    assert by["broken"]["failed"] == 2 and by["mock:silence"]["failed"] == 0
+    assert "broken: 2/2 failed" in err
     code, out, err = _run(
         [
             "asr",
@@ -157,3 +157,36 @@ def test_duplex_run_dry_run_samples_scenarios(capsys: pytest.CaptureFixture[str]
     assert json.loads(again)["first"] == plan["first"]
     code, _, err = _run([*argv, "--agent", "python:no_such_module:make", "--dry-run"], capsys)
     assert code == 2 and "cannot import module 'no_such_module'" in err
+
+
+def test_a_named_system_is_its_name_in_records_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = make_manifest(tmp_path / "m.jsonl", limit=2)
+    argv = [
+        "asr",
+        "run",
+        "-m",
+        str(manifest),
+        "-s",
+        "quiet=mock:silence",
+        "-s",
+        "mock:fixed?text=hi",
+    ]
+    code, out, _ = _run([*argv, "--json", "--out", str(tmp_path / "r")], capsys)
+    run_dir = Path(json.loads(out)["run_dir"])
+    assert code == 0
+    systems = {
+        json.loads(x)["system"] for x in (run_dir / "records.jsonl").read_text().splitlines()
+    }
+    assert systems == {"quiet", "mock:fixed?text=hi"}
+    report = json.loads((run_dir / "report.json").read_text())
+    assert [s["system"] for s in report["systems"]] == ["quiet", "mock:fixed?text=hi"]
+    # resume knows the named system's records
+    code, out, _ = _run([*argv, "--resume", "--json", "--out", str(tmp_path / "r")], capsys)
+    assert json.loads(out)["run_dir"] == str(run_dir)
+    assert len((run_dir / "records.jsonl").read_text().splitlines()) == 4
+    code, _, err = _run(
+        ["asr", "run", "-m", str(manifest), "-s", "a=mock:silence", "-s", "a=mock:fail"], capsys
+    )
+    assert code == 2 and "both named 'a'" in err

@@ -98,10 +98,12 @@ def run_cmd(
     data dir, an audio folder with metadata.csv, Hugging Face Parquet/Arrow or a lhotse
     CutSet (--format, detected when absent). --system NAME=SPEC names a system."""
     from voxeval.core.registry import REGISTRY
+    from voxeval.core.specs import check_unique_keys
     from voxeval.suites.asr.suite import run_asr
 
     flags = RunFlags.pop(kwargs)
     REGISTRY.check_all("transcribe", systems)
+    check_unique_keys(systems)
     source = read_source(manifest, flags)
     if flags.dry_run:
         dry_run(flags, systems, repeats, source.items, fmt=source.format, detected=source.detected)

@@ -126,6 +126,25 @@ class SystemSpec:
         return self.raw
 
 
+def system_key(spec: str) -> str:
+    """What names the system in records and reports: ``NAME`` of ``NAME=SPEC`` (or of a
+    ``name=`` option), else the spec as given."""
+    try:
+        return parse_spec(spec).label
+    except SpecError:
+        return spec
+
+
+def check_unique_keys(specs: Iterable[str]) -> None:
+    """Two systems of one run may not share a name (``SpecError``)."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        key = system_key(spec)
+        if key in seen:
+            raise SpecError(f"{seen[key]!r} and {spec!r} are both named {key!r} in this run")
+        seen[key] = spec
+
+
 def parse_spec(spec: str) -> SystemSpec:
     """Split ``spec`` into backend, target and options.
 

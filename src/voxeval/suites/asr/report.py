@@ -9,6 +9,7 @@ from typing import Any
 from voxeval.core.items import Item
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import system_key
 from voxeval.suites.asr.analyses import DERIVED_GROUPS, derived_labels, rank_stability
 from voxeval.suites.asr.wer import (
     DEFAULT_NORMALIZER,
@@ -105,7 +106,7 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
     items = {it.id: it for it in all_items}
     loaded = store.load_records()
     records = rescore(loaded.records, items, normalizer)
-    systems = list(config.get("systems") or sorted({r.system for r in records}))
+    systems = [system_key(x) for x in config.get("systems") or sorted({r.system for r in records})]
     for r in records:
         if r.system not in systems:
             systems.append(r.system)

@@ -23,6 +23,7 @@ from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import system_key
 from voxeval.suites.asr.wer import score_text
 from voxeval.systems.base import coerce_transcript
 
@@ -45,6 +46,7 @@ class TranscribeWorker:
 
     def __init__(self, spec: str, normalizer: str, timeout: float | None) -> None:
         self.spec = spec
+        self.key = system_key(spec)  # the system's name in records
         self.normalizer = normalizer
         self.timeout = timeout
         self.system: Any = None
@@ -87,22 +89,22 @@ class TranscribeWorker:
     def _run(self, task: Task) -> Record:
         item = task.item
         if item.problem:
-            return error_record(item.id, self.spec, task.repeat, "text_encoding", item.problem)
+            return error_record(item.id, self.key, task.repeat, "text_encoding", item.problem)
         if not item.audio_filepath:
             return error_record(
-                item.id, self.spec, task.repeat, "input", "item has no audio_filepath"
+                item.id, self.key, task.repeat, "input", "item has no audio_filepath"
             )
         wall0 = time.perf_counter()
         try:
             audio = load_item_audio(item, TARGET_SR)
         except VoxevalError as exc:
-            return error_record(item.id, self.spec, task.repeat, exc.kind, str(exc))
+            return error_record(item.id, self.key, task.repeat, exc.kind, str(exc))
         self._ensure_loaded()
         if self.load_error is not None:
             load_error = self.load_error
             kind = getattr(load_error, "kind", "system_load")
             return error_record(
-                item.id, self.spec, task.repeat, kind, f"system failed to load: {load_error}"
+                item.id, self.key, task.repeat, kind, f"system failed to load: {load_error}"
             )
         system = self.system
         t0 = time.perf_counter()
@@ -113,7 +115,7 @@ class TranscribeWorker:
             self.system = None  # the hung call may still hold it; build a fresh one next time
             return error_record(
                 item.id,
-                self.spec,
+                self.key,
                 task.repeat,
                 "timeout",
                 f"no answer within {self.timeout} s",
@@ -121,16 +123,14 @@ class TranscribeWorker:
             )
         except SystemOutputError as exc:
             return error_record(
-                item.id, self.spec, task.repeat, "unparseable", str(exc), "unparseable"
+                item.id, self.key, task.repeat, "unparseable", str(exc), "unparseable"
             )
         except Exception as exc:
             return error_record(
-                item.id, self.spec, task.repeat, "system", f"{type(exc).__name__}: {exc}"
+                item.id, self.key, task.repeat, "system", f"{type(exc).__name__}: {exc}"
             )
         compute = time.perf_counter() - t0
-        rec = Record(
-            id=item.id, system=self.spec, repeat=task.repeat, output=transcript.to_output()
-        )
+        rec = Record(id=item.id, system=self.key, repeat=task.repeat, output=transcript.to_output())
         rec.timing = {
             "compute_s": round(compute, 6),
             "audio_s": round(audio.duration, 6),
@@ -171,16 +171,14 @@ def run_systems(
     done = done or set()
     info: dict[str, dict[str, Any]] = {}
     for spec in systems:
+        key = system_key(spec)
         tasks = [
-            Task(item, r)
-            for r in range(repeats)
-            for item in items
-            if (item.id, spec, r) not in done
+            Task(item, r) for r in range(repeats) for item in items if (item.id, key, r) not in done
         ]
         load_info: dict[str, Any] = {}
-        info[spec] = load_info
+        info[key] = load_info
         if on_start:
-            on_start(spec, len(tasks))
+            on_start(key, len(tasks))
         if not tasks:
             continue
         ex = make_executor(executor, workers)

@@ -13,6 +13,7 @@ from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
 from voxeval.core.registry import REGISTRY, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import check_unique_keys
 from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
 
 SUITE_NAME = "asr"
@@ -54,6 +55,7 @@ def run_asr(
     if not systems:
         raise InputError("name at least one --system")
     REGISTRY.check_all("transcribe", systems)  # before anything is written
+    check_unique_keys(systems)
     source = items_from(manifest)
     items = source.items
     config = run_config(source, systems, normalizer, repeats)

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from voxeval.core.items import Item
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import system_key
 from voxeval.suites.su.parse import PARSER_VERSION
 from voxeval.suites.su.prompts import PROMPTS_VERSION, SEPARATOR
 from voxeval.suites.su.scoring import (
@@ -160,7 +161,7 @@ def build_report(store: RunStore, seed: int = 0) -> dict[str, Any]:
     loaded = store.load_records()
     records = [r for r in loaded.records if r.id in items and r.repeat == 0]
     sys_meta = info.get("systems", {})
-    systems = list(config.get("systems") or sorted({r.system for r in records}))
+    systems = [system_key(x) for x in config.get("systems") or sorted({r.system for r in records})]
     for r in records:
         if r.system not in systems:
             systems.append(r.system)
@@ -175,7 +176,7 @@ def build_report(store: RunStore, seed: int = 0) -> dict[str, Any]:
     def is_cal(r: Record) -> bool:
         return str(items[r.id].labels.get("split", "test")) == "calibration"
 
-    out_systems = []
+    out_systems: list[dict[str, Any]] = []
     kinds: dict[str, str] = {}
     for spec in systems:
         recs = [r for r in records if r.system == spec]
@@ -243,7 +244,7 @@ def build_report(store: RunStore, seed: int = 0) -> dict[str, Any]:
 
     task_rows = []
     for task in evals:
-        spec = EVALS[task]
+        ev_spec = EVALS[task]
         answered = [s for s in out_systems if task in s["tasks"]]
         real = [s["system"] for s in answered if s["kind"] in ("specialist", "model endpoint")]
         models = [s["system"] for s in answered if s["kind"] != "specialist"]
@@ -254,8 +255,8 @@ def build_report(store: RunStore, seed: int = 0) -> dict[str, Any]:
             if it.labels.get("task") == task and it.labels.get("split", "test") != "calibration"
         ]
         notes = []
-        if spec.family in NO_SPECIALIST:
-            notes.append(NO_SPECIALIST[spec.family])
+        if ev_spec.family in NO_SPECIALIST:
+            notes.append(NO_SPECIALIST[ev_spec.family])
         if not answered:
             notes.append("No system answered this eval in this run (no real system).")
         elif not real:
@@ -274,9 +275,9 @@ def build_report(store: RunStore, seed: int = 0) -> dict[str, Any]:
         task_rows.append(
             {
                 "task": task,
-                "title": spec.title,
-                "family": spec.family,
-                "variant": spec.variant,
+                "title": ev_spec.title,
+                "family": ev_spec.family,
+                "variant": ev_spec.variant,
                 "n_test_items": len(t_items),
                 "n_calibration_items": sum(
                     1

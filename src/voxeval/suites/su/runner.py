@@ -30,6 +30,7 @@ from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import system_key
 from voxeval.suites.su.parse import Parsed, parse_answer
 from voxeval.suites.su.prompts import PROMPTS_VERSION, merge_clips, render_prompt
 from voxeval.suites.su.scoring import FIXED_RATING_THRESHOLD, best_threshold
@@ -140,6 +141,7 @@ class UnderstandWorker:
         thresholds: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.spec = spec
+        self.key = system_key(spec)  # the system's name in records
         self.timeout = timeout
         self.vocabulary = get_vocabulary(vocabulary)
         self.thresholds = thresholds or {}
@@ -176,7 +178,7 @@ class UnderstandWorker:
         return rec
 
     def _err(self, task: Task, kind: str, message: str, status: str = "error") -> Record:
-        return error_record(task.item.id, self.spec, task.repeat, kind, message, status)
+        return error_record(task.item.id, self.key, task.repeat, kind, message, status)
 
     def _run(self, task: Task) -> Record:
         item = task.item
@@ -241,7 +243,7 @@ class UnderstandWorker:
         except Exception as exc:
             return self._err(task, "system", f"{type(exc).__name__}: {exc}")
         compute = time.perf_counter() - t0
-        rec = Record(id=item.id, system=self.spec, repeat=task.repeat, output=output)
+        rec = Record(id=item.id, system=self.key, repeat=task.repeat, output=output)
         rec.timing = {
             "compute_s": round(compute, 6),
             "audio_s": round(sum(p.duration for p in parts), 6),
@@ -362,7 +364,8 @@ def run_systems(
         probe = REGISTRY.build("understand", spec)  # cheap: nothing is loaded here
         specialist = is_specialist(probe)
         sys_info: dict[str, Any] = {"kind": "specialist" if specialist else "model"}
-        info[spec] = sys_info
+        key = system_key(spec)
+        info[key] = sys_info
         if specialist:
             mine = [it for it in items if it.labels.get("task") in probe.specialist_tasks]
             skipped = sorted(
@@ -376,13 +379,13 @@ def run_systems(
         calib = [it for it in mine if is_calibration(it)]
         test = [it for it in mine if not is_calibration(it)]
         pending_c = [
-            Task(it, r) for r in range(repeats) for it in calib if (it.id, spec, r) not in done
+            Task(it, r) for r in range(repeats) for it in calib if (it.id, key, r) not in done
         ]
         pending_t = [
-            Task(it, r) for r in range(repeats) for it in test if (it.id, spec, r) not in done
+            Task(it, r) for r in range(repeats) for it in test if (it.id, key, r) not in done
         ]
         if on_start:
-            on_start(spec, len(pending_c) + len(pending_t))
+            on_start(key, len(pending_c) + len(pending_t))
         t0 = time.perf_counter()
         loads: list[float] = []
 
@@ -408,7 +411,7 @@ def run_systems(
                     continue
                 scores = [
                     (float(r.output["score"]), str(r.output["truth"]))
-                    for r in [*held, *(stored.get((it.id, spec, 0)) for it in calib)]
+                    for r in [*held, *(stored.get((it.id, key, 0)) for it in calib)]
                     if r is not None
                     and r.repeat == 0
                     and r.output.get("task") == task_name

@@ -35,6 +35,7 @@ from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
 from voxeval.core.registry import SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.specs import check_unique_keys
 from voxeval.suites.su.parse import PARSER_VERSION
 from voxeval.suites.su.prompts import PROMPTS_VERSION
 from voxeval.suites.su.scoring import METRICS_VERSION
@@ -103,6 +104,7 @@ def run_su(
     if not systems:
         raise InputError("no system given")
     check_systems(systems, evals)
+    check_unique_keys(systems)
     source = items_from(manifest)
     items = expand_items(source.items, evals)
     config = run_config(source, evals, systems, vocabulary, repeats)
