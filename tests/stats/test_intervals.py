@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from voxeval.stats.intervals import bootstrap_ratio_ci, paired_bootstrap_ratio_diff, wilson_interval
 from voxeval.stats.ranks import rank_agreement
@@ -47,3 +48,24 @@ def test_rank_agreement() -> None:
     assert rank_agreement(a, {"x": 0.2, "y": 0.3, "z": 0.5}).kendall_tau == 1.0
     assert rank_agreement(a, {"x": 0.5, "y": 0.3, "z": 0.2}).spearman_rho == -1.0
     assert math.isnan(rank_agreement(a, {"x": 0.1}).kendall_tau)
+
+
+def test_newcombe_diff_is_the_one_interval_report_gate_and_audit_use() -> None:
+    from voxeval.stats.intervals import newcombe_diff
+
+    # Newcombe (1998), Stat Med 17:873, example (a): 56/70 vs 48/80, method 10
+    d, lo, hi = newcombe_diff(56, 70, 48, 80)
+    assert d == pytest.approx(0.2) and lo == pytest.approx(0.0524, abs=5e-4)
+    assert hi == pytest.approx(0.3339, abs=5e-4)
+    assert all(math.isnan(x) for x in newcombe_diff(1, 0, 1, 2))
+    d, lo, hi = newcombe_diff(10, 10, 0, 10)
+    assert d == 1.0 and -1.0 <= lo < 1.0 and hi == 1.0
+
+
+def test_censored_quantile_is_infinite_only_where_it_touches_a_censored_value() -> None:
+    from voxeval.stats.percentiles import censored_quantile
+
+    vals = [100.0, 200.0, 300.0, math.inf]
+    assert censored_quantile(vals, 0.5) == pytest.approx(250.0)
+    assert censored_quantile(vals, 2 / 3) == pytest.approx(300.0)
+    assert censored_quantile(vals, 0.9) == math.inf

@@ -131,3 +131,24 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe_diff(
+    k1: int, n1: int, k2: int, n2: int, z: float = 1.959963984540054
+) -> tuple[float, float, float]:
+    """``d = k1/n1 - k2/n2`` of two independent proportions with Newcombe's hybrid score
+    interval (his method 10), built from the two Wilson intervals ``(l, u)``::
+
+        lower = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)
+        upper = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)
+
+    ``(d, lower, upper)``, the bounds kept within [-1, 1] (they are, but for rounding);
+    NaN for all three when either n is 0."""
+    if n1 <= 0 or n2 <= 0:
+        return (math.nan, math.nan, math.nan)
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    d = p1 - p2
+    lower = max(-1.0, d - math.hypot(p1 - l1, u2 - p2))
+    return (d, lower, min(1.0, d + math.hypot(u1 - p1, p2 - l2)))

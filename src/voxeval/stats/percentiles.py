@@ -53,16 +53,22 @@ class LatencyValue:
     censored_after_ms: float | None = None
 
 
-def _order_stat(sorted_vals: Sequence[float] | np.ndarray, q: float) -> float | None:
-    """Linear-interpolated quantile (numpy's default) of sorted values that may hold +inf
-    (censored); None when the result depends on a censored value."""
-    n = len(sorted_vals)
-    h = (n - 1) * q
+def censored_quantile(sorted_vals: Sequence[float] | np.ndarray, q: float) -> float:
+    """Linear-interpolated quantile (numpy's default: ``h = (n - 1) q``, between the order
+    statistics ``floor(h)`` and ``ceil(h)``) of sorted values whose censored ones are +inf;
+    +inf when either neighbouring order statistic is censored."""
+    h = (len(sorted_vals) - 1) * q
     lo, hi = math.floor(h), math.ceil(h)
     a, b = float(sorted_vals[lo]), float(sorted_vals[hi])
-    if math.isinf(b) or math.isinf(a):
-        return None
+    if math.isinf(a) or math.isinf(b):
+        return math.inf
     return a + (b - a) * (h - lo)
+
+
+def _order_stat(sorted_vals: Sequence[float] | np.ndarray, q: float) -> float | None:
+    """:func:`censored_quantile`, None when it depends on a censored value."""
+    v = censored_quantile(sorted_vals, q)
+    return None if math.isinf(v) else v
 
 
 def percentile_summary(

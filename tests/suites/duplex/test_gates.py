@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from voxeval.cli.main import cli
+from voxeval.stats.intervals import newcombe_diff
 from voxeval.suites.duplex.gates import (
     PRECEDENCE,
     GateStatus,
@@ -28,7 +29,6 @@ from voxeval.suites.duplex.gates import (
     evaluate_matrix,
     metric_table_from_report,
     metric_table_from_run,
-    newcombe_interval,
     write_junit,
 )
 from voxeval.suites.duplex.schema import EXAMPLE_MATRIX, AcceptanceMatrix
@@ -267,7 +267,7 @@ def test_insufficient_gate_beside_failed_gate_keeps_the_failure_action() -> None
 
 def test_newcombe_interval_matches_published_example() -> None:
     # Newcombe (1998), Stat Med 17:873, example (a): 56/70 vs 48/80, method 10
-    lo, hi = newcombe_interval(56, 70, 48, 80)
+    _, lo, hi = newcombe_diff(56, 70, 48, 80)
     assert lo == pytest.approx(0.0524, abs=5e-4) and hi == pytest.approx(0.3339, abs=5e-4)
 
 

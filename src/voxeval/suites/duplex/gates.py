@@ -63,7 +63,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from voxeval.stats.intervals import paired_bootstrap_ratio_diff, wilson_interval
+from voxeval.stats.intervals import newcombe_diff, paired_bootstrap_ratio_diff, wilson_interval
+from voxeval.stats.percentiles import censored_quantile
 from voxeval.suites.duplex.schema import (
     EVIDENCE_LEVELS,
     AcceptanceMatrix,
@@ -94,7 +95,6 @@ __all__ = [
     "evaluate_matrix",
     "metric_table_from_report",
     "metric_table_from_run",
-    "newcombe_interval",
     "recommend",
     "render_markdown",
     "render_text",
@@ -233,17 +233,6 @@ class Unit:
 
 def _session_of(ref: str) -> str:
     return ref.split("/", 1)[0]
-
-
-def _quantile_inf(sorted_vals: np.ndarray, q: float) -> float:
-    """numpy's linear-interpolated quantile of sorted values that may end in +inf (censored);
-    +inf when either neighbouring order statistic is censored."""
-    h = (sorted_vals.size - 1) * q
-    lo, hi = math.floor(h), math.ceil(h)
-    a, b = float(sorted_vals[lo]), float(sorted_vals[hi])
-    if math.isinf(a) or math.isinf(b):
-        return math.inf
-    return a + (b - a) * (h - lo)
 
 
 @dataclass
@@ -1230,21 +1219,6 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
 # --------------------------------------------------------------------------- baseline
 
 
-def newcombe_interval(
-    k1: int, n1: int, k2: int, n2: int, z: float = 1.959963984540054
-) -> tuple[float, float]:
-    """Newcombe's hybrid score interval (his method 10) for ``k1/n1 - k2/n2`` of two
-    independent proportions, built from the two Wilson intervals:
-    ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2)`` to ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``."""
-    if n1 <= 0 or n2 <= 0:
-        return (math.nan, math.nan)
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1, z)
-    l2, u2 = wilson_interval(k2, n2, z)
-    d = p1 - p2
-    return (d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2))
-
-
 def _by_session(units: Sequence[Unit]) -> tuple[list[str], list[np.ndarray]]:
     groups: dict[str, list[float]] = {}
     for u in units:
@@ -1266,7 +1240,7 @@ def _resampled_quantile(arrays: Sequence[np.ndarray], draws: np.ndarray, q: floa
     for i, row in enumerate(draws):
         counts = np.bincount(row, minlength=k)
         pooled = np.repeat(sorted_vals, counts[sorted_codes])
-        out[i] = _quantile_inf(pooled, q) if pooled.size else math.nan
+        out[i] = censored_quantile(pooled, q) if pooled.size else math.nan
     return out
 
 
@@ -1332,7 +1306,7 @@ def _rate_diff(
         return _num(d.ci_lo), _num(d.ci_hi), f"paired bootstrap over {len(keys)} shared sessions"
     if cur.k is None or base.k is None:
         return None, None, "no k/n: difference only"
-    lo, hi = newcombe_interval(cur.k, cur.n, base.k, base.n)
+    _, lo, hi = newcombe_diff(cur.k, cur.n, base.k, base.n)
     return _num(lo), _num(hi), "Newcombe hybrid score interval (independent proportions)"
 
 

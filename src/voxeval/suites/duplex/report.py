@@ -16,6 +16,8 @@ from typing import Any
 
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.stats.intervals import newcombe_diff
+from voxeval.stats.percentiles import censored_quantile
 from voxeval.suites.duplex.stereo import METRICS_VERSION, CallInput, analyze_output
 
 RATE_ORDER = (
@@ -901,41 +903,6 @@ def _baseline_report(path: Path) -> dict[str, Any]:
     return build_recordings_report(store)
 
 
-def newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float] | None:
-    """``p1 - p2`` with Newcombe's hybrid score 95 % interval (independent samples)::
-
-        d = p1 - p2
-        lower = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)
-        upper = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)
-
-    with (l, u) the Wilson intervals of each rate. None when either n is 0.
-    """
-    from voxeval.stats.intervals import wilson_interval
-
-    if n1 <= 0 or n2 <= 0:
-        return None
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1)
-    l2, u2 = wilson_interval(k2, n2)
-    d = p1 - p2
-    return (
-        d,
-        d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
-        d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2),
-    )
-
-
-def _order_stat(sorted_vals: Any, q: float) -> float:
-    """Linear-interpolated quantile of sorted values (``inf`` = censored; inf if it touches one)."""
-    n = len(sorted_vals)
-    h = (n - 1) * q
-    lo, hi = math.floor(h), math.ceil(h)
-    a, b = float(sorted_vals[lo]), float(sorted_vals[hi])
-    if math.isinf(a) or math.isinf(b):
-        return math.inf
-    return a + (b - a) * (h - lo)
-
-
 def percentile_diff(
     a: Sequence[Mapping[str, Any]],
     b: Sequence[Mapping[str, Any]],
@@ -962,15 +929,15 @@ def percentile_diff(
     ga, gb = prep(a), prep(b)
     if not ga or not gb:
         return None
-    pa = _order_stat(np.sort([x for xs in ga.values() for x in xs]), q)
-    pb = _order_stat(np.sort([x for xs in gb.values() for x in xs]), q)
+    pa = censored_quantile(np.sort([x for xs in ga.values() for x in xs]), q)
+    pb = censored_quantile(np.sort([x for xs in gb.values() for x in xs]), q)
     rng = np.random.default_rng(seed)
     la, lb = list(ga.values()), list(gb.values())
     diffs = np.empty(n_boot)
     for i in range(n_boot):
         da = [x for j in rng.integers(0, len(la), len(la)) for x in la[j]]
         db = [x for j in rng.integers(0, len(lb), len(lb)) for x in lb[j]]
-        va, vb = _order_stat(np.sort(da), q), _order_stat(np.sort(db), q)
+        va, vb = censored_quantile(np.sort(da), q), censored_quantile(np.sort(db), q)
         diffs[i] = math.nan if math.isinf(va) or math.isinf(vb) else va - vb
     finite = np.sort(diffs[~np.isnan(diffs)])
     bad = n_boot - finite.size
@@ -1108,9 +1075,9 @@ def what_changed(
                     continue
                 k1, n1 = int(cr[name].get(kkey) or 0), int(cr[name].get("n") or 0)
                 k2, n2 = int(br[name].get(kkey) or 0), int(br[name].get("n") or 0)
-                d = newcombe_diff(k1, n1, k2, n2)
-                if d is None:
+                if n1 <= 0 or n2 <= 0:
                     continue
+                d = newcombe_diff(k1, n1, k2, n2)
                 rows.append(
                     {
                         "metric": name,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from voxeval.stats.intervals import wilson_interval
+from voxeval.stats.intervals import newcombe_diff
 from voxeval.suites.asr.audits._common import AUDITS_VERSION, _rate
 
 CONVENTIONS_VERSION = "orth-conventions/1"
@@ -281,19 +281,6 @@ def _follow_row(followed: int, n: int) -> dict[str, Any]:
     }
 
 
-def _newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
-    """``p1 - p2`` with Newcombe's hybrid score interval built from Wilson intervals."""
-    if n1 == 0 or n2 == 0:
-        return (math.nan, math.nan, math.nan)
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1)
-    l2, u2 = wilson_interval(k2, n2)
-    d = p1 - p2
-    lo = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    hi = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return (d, max(-1.0, lo), min(1.0, hi))
-
-
 def orthographic_switch(
     pairs: Mapping[str, Sequence[tuple[str, str]]],
     conventions: Sequence[Convention] = DEFAULT_CONVENTIONS,
@@ -345,7 +332,7 @@ def orthographic_switch(
                 arms[name][0]: _follow_row(c[0][0], n0),
                 arms[name][1]: _follow_row(c[1][1], n1),
             }
-            d, lo, hi = _newcombe_diff(c[0][0], n0, c[1][0], n1)
+            d, lo, hi = newcombe_diff(c[0][0], n0, c[1][0], n1)
             per_conv[name] = {
                 "n": n0 + n1,
                 "arms": arm_rows,
