@@ -22,8 +22,8 @@ from voxeval.cli.common import (
     read_source,
     results_out_option,
     subset_flags,
-    system_progress,
 )
+from voxeval.core.progress import system_progress
 
 NORMALIZER_HELP = (
     "Text normalizer: oal-en (Open ASR Leaderboard English, default), whisper-en or raw."

@@ -22,8 +22,8 @@ from voxeval.cli.common import (
     read_source,
     results_out_option,
     subset_flags,
-    system_progress,
 )
+from voxeval.core.progress import system_progress
 
 TASK_HELP = (
     "emotion, emotion_compare_segmented, emotion_compare_merged, speaker_match_segmented, "

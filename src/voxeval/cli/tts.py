@@ -19,8 +19,8 @@ from voxeval.cli.common import (
     progress_bar,
     results_out_option,
     subset_flags,
-    system_progress,
 )
+from voxeval.core.progress import system_progress
 
 ONLY_HELP = "Keep only these dimensions, evals or item-id globs. Repeatable."
 

@@ -169,7 +169,7 @@ def demo(
     ``progress`` is a rich ``Progress`` (or None): data-building steps are logged on its
     console and each system gets a bar.
     """
-    from voxeval.cli.common import system_progress
+    from voxeval.core.progress import system_progress
     from voxeval.suites.asr.demo_data import build_demo_dataset
 
     def say(message: str) -> None:

@@ -118,7 +118,7 @@ def build_demo_data(out: str | Path, log: Any = None) -> Path:
 
 def run_demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
     """Build the data under ``out/_demo_data/su`` and run both specialists on it."""
-    from voxeval.cli.common import system_progress
+    from voxeval.core.progress import system_progress
     from voxeval.suites.su.suite import run_su
     from voxeval.suites.su.tasks import EVALS
 

@@ -487,7 +487,7 @@ def demo(
     on the ``demo`` set), with the default faster-whisper round trip. ``workers`` is accepted for the common demo signature; the TTS pipeline
     already keeps two threads busy.
     """
-    from voxeval.cli.common import system_progress
+    from voxeval.core.progress import system_progress
 
     del workers
     systems = list(DEMO_SYSTEMS if full else QUICK_DEMO_SYSTEMS)
