@@ -138,22 +138,31 @@ def _finish(samples: np.ndarray, file_sr: int, sr: int | None, where: str) -> Au
     return resample(audio, sr) if sr else audio
 
 
+def _segment_bounds(
+    offset: float | None, duration: float | None, file_sr: int, total: int, where: str
+) -> tuple[int, int]:
+    """Sample positions ``[start, stop)`` of a segment of ``total`` samples; a segment past
+    the end (beyond ``_SEGMENT_SLACK``) is ``truncated``."""
+    start = round((offset or 0.0) * file_sr)
+    stop = total if duration is None else start + round(duration * file_sr)
+    if start < 0 or (duration is not None and duration <= 0):
+        raise AudioError(f"{where}: bad segment offset={offset} duration={duration}")
+    if stop > total + _SEGMENT_SLACK * file_sr:
+        raise AudioError(
+            f"{where}: segment {start / file_sr:.3f}-{stop / file_sr:.3f} s runs past the end "
+            f"of the audio ({total / file_sr:.3f} s)",
+            kind="truncated",
+        )
+    return start, stop
+
+
 def _segment(
     samples: np.ndarray, file_sr: int, offset: float | None, duration: float | None, where: str
 ) -> np.ndarray:
-    """``samples[offset : offset + duration]``; past the end is ``truncated``."""
+    """``samples[offset : offset + duration]`` (see :func:`_segment_bounds`)."""
     if offset is None and duration is None:
         return samples
-    start = round((offset or 0.0) * file_sr)
-    stop = len(samples) if duration is None else start + round(duration * file_sr)
-    if start < 0 or (duration is not None and duration <= 0):
-        raise AudioError(f"{where}: bad segment offset={offset} duration={duration}")
-    if stop > len(samples) + _SEGMENT_SLACK * file_sr:
-        raise AudioError(
-            f"{where}: segment {start / file_sr:.3f}-{stop / file_sr:.3f} s runs past the end "
-            f"of the audio ({len(samples) / file_sr:.3f} s)",
-            kind="truncated",
-        )
+    start, stop = _segment_bounds(offset, duration, file_sr, len(samples), where)
     return samples[start:stop]
 
 
@@ -200,18 +209,8 @@ def _read_soundfile(
         data, file_sr = sf.read(str(p), dtype="float32", always_2d=True)
     else:
         info = sf.info(str(p))
-        file_sr = info.samplerate
-        start = round((offset or 0.0) * file_sr)
-        frames = -1 if duration is None else round(duration * file_sr)
-        if start < 0 or (duration is not None and duration <= 0):
-            raise AudioError(f"{p}: bad segment offset={offset} duration={duration}")
-        end = info.frames if frames < 0 else start + frames
-        if end > info.frames + _SEGMENT_SLACK * file_sr:
-            raise AudioError(
-                f"{p}: segment {start / file_sr:.3f}-{end / file_sr:.3f} s runs past the end "
-                f"of the file ({info.frames / file_sr:.3f} s)",
-                kind="truncated",
-            )
+        start, stop = _segment_bounds(offset, duration, info.samplerate, info.frames, str(p))
+        frames = -1 if duration is None else stop - start
         data, file_sr = sf.read(str(p), start=start, frames=frames, dtype="float32", always_2d=True)
     return data, int(file_sr)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from voxeval.core.errors import InputError, ManifestError
-from voxeval.core.items import Item, load_manifest
+from voxeval.core.items import Item, file_sha256, load_manifest
 
 T = TypeVar("T")
 
@@ -122,10 +122,11 @@ def items_from(
             items.append(row if isinstance(row, Item) else Item.from_dict(row, base_dir=None))
         except ValueError as exc:
             problems.append((n, f"item {n}: {exc}"))
-    ids = [it.id for it in items]
-    dup = next((i for i in ids if ids.count(i) > 1), None)
-    if dup is not None:
-        problems.append((ids.index(dup) + 1, f"duplicate id {dup!r}"))
+    first: dict[str, int] = {}
+    for n, it in enumerate(items, start=1):
+        if it.id in first:
+            problems.append((n, f"duplicate id {it.id!r} (first as item {first[it.id]})"))
+        first.setdefault(it.id, n)
     if problems:
         raise ManifestError("(items given in memory)", problems)
     if not items:
@@ -233,12 +234,9 @@ def read_items(
 def source_sha256(path: str | Path) -> str:
     """A fingerprint of a manifest file, or of a data folder's text files and file sizes."""
     p = Path(path)
-    h = hashlib.sha256()
     if p.is_file():
-        with open(p, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        return h.hexdigest()
+        return file_sha256(p)
+    h = hashlib.sha256()
     for f in sorted(x for x in p.rglob("*") if x.is_file()):
         rel = f.relative_to(p).as_posix()
         h.update(rel.encode() + b"\0" + str(f.stat().st_size).encode() + b"\0")
