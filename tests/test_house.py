@@ -1,16 +1,17 @@
-"""House rules that CI enforces: a fast CLI (no heavy imports for --help), ruff and mypy clean."""
+"""House rules that CI enforces: layers without import cycles, a fast CLI (no heavy imports for
+--help), ruff and mypy clean."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
-
-pytestmark = pytest.mark.live
+from tests.helpers.imports import Edge, cycles, import_edges, modules_of
 
 HEAVY = (
     "numpy",
@@ -32,6 +33,7 @@ HEAVY = (
 )
 
 
+@pytest.mark.live
 def test_help_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
@@ -49,6 +51,7 @@ def test_help_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "", f"--help imported heavy modules: {out.stdout.strip()}"
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     "cmd",
     [
@@ -64,3 +67,88 @@ def test_lint_and_types(cmd: list[str]) -> None:
         pytest.skip(f"{cmd[0]} is not installed (pip install -e '.[dev]')")
     out = subprocess.run([tool, *cmd[1:]], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- layers
+
+LAYERS: dict[str, int] = {
+    "stats": 0,
+    "core": 1,
+    "contracts": 2,
+    "measures": 3,
+    "report": 3,
+    "systems": 4,
+    "suites": 5,
+    "study": 5,
+    "reference": 5,
+    "cli": 6,
+    "api": 6,
+    "demo": 6,
+}
+"""stats < core < contracts < measures, report < systems < suites, study, reference < cli, api,
+demo (the package root, ``voxeval/__init__``, is the top too). A module imports from its own
+layer or below; within a layer, only without cycles."""
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 else max(LAYERS.values())
+
+
+def _graph() -> tuple[dict[str, Path], list[Edge]]:
+    modules = modules_of(REPO / "src", "voxeval")
+    return modules, import_edges(modules, "voxeval")
+
+
+def test_every_package_has_a_layer() -> None:
+    modules, _ = _graph()
+    unplaced = sorted({m.split(".")[1] for m in modules if "." in m} - set(LAYERS))
+    assert not unplaced, f"packages with no layer in tests/test_house.py LAYERS: {unplaced}"
+
+
+def test_the_import_graph_has_no_cycles() -> None:
+    _, edges = _graph()
+    found = cycles(edges)
+    assert not found, (
+        "import cycles (function-level and TYPE_CHECKING imports count):\n"
+        + "\n".join(" <-> ".join(c) for c in found)
+    )
+
+
+def test_imports_follow_the_layer_order() -> None:
+    _, edges = _graph()
+    upward = [str(e) for e in edges if layer_of(e.target) > layer_of(e.source)]
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """The rules above are only as good as the reader: a cycle through a function-level
+    import, an import under TYPE_CHECKING, a relative import or importlib with a literal name
+    must each be an edge; a name in data (a registry table) must not."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from pkg.b import g\n    return g\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\ng = 1\n"
+    )
+    (pkg / "sub" / "c.py").write_text("from ..a import f\nfrom . import d\n")
+    (pkg / "sub" / "d.py").write_text(
+        "import importlib\nTABLE = {'x': 'pkg.e:build'}\n"
+        "def h():\n    return importlib.import_module('pkg.e')\n"
+    )
+    (pkg / "e.py").write_text("__import__('pkg.sub.d')\n")
+    modules = modules_of(tmp_path, "pkg")
+    edges = {(e.source, e.target) for e in import_edges(modules, "pkg")}
+    assert edges == {
+        ("pkg.a", "pkg.b"),
+        ("pkg.b", "pkg.a"),
+        ("pkg.b", "pkg"),  # `from pkg import a` runs pkg/__init__ too
+        ("pkg.sub.c", "pkg.a"),
+        ("pkg.sub.c", "pkg.sub"),
+        ("pkg.sub.c", "pkg.sub.d"),
+        ("pkg.sub.d", "pkg.e"),
+        ("pkg.e", "pkg.sub.d"),
+    }
+    assert cycles(import_edges(modules, "pkg")) == [["pkg.a", "pkg.b"], ["pkg.e", "pkg.sub.d"]]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from voxeval.core.version import __version__
+
 __all__ = ["Item", "Run", "WerResult", "__version__", "load_run", "read_items", "run", "wer"]
 
 if TYPE_CHECKING:

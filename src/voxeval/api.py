@@ -182,7 +182,7 @@ def run(
 
         store = run_asr(source, specs, out, **options)
     else:
-        from voxeval.suites.su.suite import run_su
+        from voxeval.suites.su.run import run_su
 
         tasks = options.pop("tasks", None)
         if not tasks:

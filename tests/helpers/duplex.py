@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import SHARED
-from voxeval.suites.duplex.schema import Scenario
+from voxeval.contracts.duplex.scenario import Scenario
 
 SR = 16_000
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from voxeval.contracts.duplex.event import Event
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.reference.db import ClinicDB, tool_specs
 from voxeval.reference.dialogue import Action, DialogueManager, Say
 from voxeval.reference.dialogue import Event as DMEvent
-from voxeval.suites.duplex.schema import Event, Scenario
-from voxeval.suites.duplex.task import TaskResult, ToolAudit, score_task
+from voxeval.suites.duplex.scoring.task import TaskResult, ToolAudit, score_task
 
 MS = 1_000_000
 

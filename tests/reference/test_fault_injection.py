@@ -511,7 +511,7 @@ METRICS = ("acceptance", "behaviour", "task")
 @pytest.fixture(scope="module")
 def ranking(naive: RunStore, careful: RunStore) -> Ranking:
     """``voxeval compare``'s engine (``compare_runs``) on the two runs, once per metric."""
-    from voxeval.core.compare import compare_runs
+    from voxeval.report.compare import compare_runs
 
     comparisons = {}
     for metric in METRICS:

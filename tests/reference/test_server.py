@@ -23,8 +23,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.systems.duplex.conformance import check
-from voxeval.reference.server import RealtimeServer
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,
@@ -35,6 +34,7 @@ from voxeval.suites.duplex.live.agent_api import (
     SessionInfo,
     ToolCall,
 )
+from voxeval.reference.server import RealtimeServer
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     client_session,

@@ -23,7 +23,7 @@ from voxeval.cli.common import print_result_path, results_out_option
 )
 def compare(run_a: Path, run_b: Path, out: Path, seed: int, metric: str | None) -> None:
     """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""
-    from voxeval.core.compare import compare_runs, render_compare_markdown, write_compare
+    from voxeval.report.compare import compare_runs, render_compare_markdown, write_compare
     from voxeval.report.writer import json_safe
 
     result = compare_runs(run_a, run_b, seed=seed, metric=metric)

@@ -55,7 +55,7 @@ def validate_cmd(paths: tuple[Path, ...], errors_only: bool) -> None:
     Prints every problem as FILE:LINE: SEVERITY: MESSAGE. Exit 0 when there are no errors
     (warnings allowed), 1 when a check failed, 2 for usage errors (a path that is missing).
     """
-    from voxeval.suites.duplex.validate import validate_path
+    from voxeval.suites.duplex.evidence.validate import validate_path
 
     errors = warnings = 0
     for path in paths:
@@ -86,7 +86,7 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
     """Print or write the JSON Schema of a scenario, event, manifest or matrix (all if no KIND)."""
     import json
 
-    from voxeval.suites.duplex.schema import SCHEMA_KINDS, export_schemas, json_schemas
+    from voxeval.contracts.duplex.schemas import SCHEMA_KINDS, export_schemas, json_schemas
 
     kinds = [kind] if kind else list(SCHEMA_KINDS)
     if out is not None:
@@ -149,8 +149,8 @@ def render_cmd(
     """
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import AudioError, BackendUnavailable, InputError
-    from voxeval.suites.duplex.live.render import default_cache_dir, render_to_folder
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.live.stimuli import default_cache_dir, render_to_folder
 
     cache = None if no_cache else (cache_dir or default_cache_dir())
     try:
@@ -303,7 +303,7 @@ def score_cmd(
         if used:
             click.echo(f"error: {', '.join(used)} apply to bundles only", err=True)
             sys.exit(EXIT_USAGE)
-        from voxeval.suites.duplex.stereo import calls_from_paths, score_calls
+        from voxeval.suites.duplex.evidence.stereo import calls_from_paths, score_calls
 
         calls = calls_from_paths(stereo, user, agent, user_channel, labels)
         with progress_bar(flags.progress) as progress:
@@ -323,7 +323,8 @@ def score_cmd(
     ):
         click.echo("error: --retention-days, --purpose and --transcripts need --redact", err=True)
         sys.exit(EXIT_USAGE)
-    from voxeval.suites.duplex.bundle import plan_bundles, score_bundles
+    from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
+    from voxeval.suites.duplex.scoring.score import score_bundles
 
     try:
         refs = plan_bundles(bundles, system=system)
@@ -403,8 +404,8 @@ def import_realtime_cmd(log: Path, out: Path, session_id: str | None, time_unit:
 
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.runstore import new_run_id
-    from voxeval.suites.duplex.ledger import write_events
-    from voxeval.suites.duplex.realtime_import import import_realtime_log
+    from voxeval.suites.duplex.evidence.ledger import write_events
+    from voxeval.suites.duplex.evidence.realtime_import import import_realtime_log
 
     result = import_realtime_log(
         log, session_id=session_id, time_unit=None if time_unit == "auto" else time_unit
@@ -486,6 +487,7 @@ def gate_cmd(
     """
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError
+    from voxeval.suites.duplex.evidence.validate import DuplexInputError, load_matrix, validate_path
     from voxeval.suites.duplex.gates import (
         evaluate_matrix,
         metric_table_from_run,
@@ -493,7 +495,6 @@ def gate_cmd(
         write_gate_report,
         write_junit,
     )
-    from voxeval.suites.duplex.validate import DuplexInputError, load_matrix, validate_path
 
     try:
         matrix = load_matrix(matrix_path)
@@ -636,7 +637,7 @@ def run_cmd(
             dry_run(flags, agents, repeat, plan, what="scenarios")
         matrix_doc = None
         if matrix is not None:
-            from voxeval.suites.duplex.validate import DuplexInputError, load_matrix
+            from voxeval.suites.duplex.evidence.validate import DuplexInputError, load_matrix
 
             try:
                 matrix_doc = load_matrix(matrix)

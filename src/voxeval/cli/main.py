@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from voxeval import __version__
+from voxeval.core.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "asr": (

@@ -166,7 +166,7 @@ def run_cmd(
     **kwargs: Any,
 ) -> None:
     """Ask one or more systems every item of the manifest and write the report."""
-    from voxeval.suites.su.suite import check_systems, run_su
+    from voxeval.suites.su.run import check_systems, run_su
     from voxeval.suites.su.tasks import expand_tasks
 
     flags = RunFlags.pop(kwargs)

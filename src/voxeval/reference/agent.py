@@ -56,9 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.reference.policy import Policy
-from voxeval.reference.speech import CHUNK
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,
@@ -69,6 +67,8 @@ from voxeval.suites.duplex.live.agent_api import (
     SessionInfo,
     Stamped,
 )
+from voxeval.reference.policy import Policy
+from voxeval.reference.speech import CHUNK
 
 __all__ = ["ReferenceAgent"]
 

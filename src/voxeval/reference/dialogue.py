@@ -108,7 +108,7 @@ from voxeval.reference.db import TOOLS, CallOutcome, ClinicDB, normalize_phone
 from voxeval.reference.policy import Policy
 
 if TYPE_CHECKING:
-    from voxeval.suites.duplex.schema import Scenario
+    from voxeval.contracts.duplex.scenario import Scenario
 
 __all__ = [
     "DEFAULT_LATENCY_MS",

@@ -102,7 +102,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentEvent,
     AgentOutput,
     AudioOut,

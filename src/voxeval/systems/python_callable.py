@@ -27,7 +27,6 @@ when the object declares ``sample_rate``); checked by
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +36,7 @@ import numpy as np
 from voxeval.core.audio import Audio
 from voxeval.core.errors import InputError, SpecError, SystemOutputError, VoxevalError
 from voxeval.core.specs import SystemSpec
+from voxeval.core.user_code import import_attr
 from voxeval.systems.audio_output import coerce_audio
 from voxeval.systems.base import Transcript, coerce_transcript
 
@@ -78,60 +78,6 @@ def build(spec: SystemSpec, capability: str) -> Any:
             f"{module_name}:{attr}(**{spec.backend_options!r}) raised {type(exc).__name__}: {exc}"
         ) from exc
     return wrap(obj, capability, target=f"{module_name}:{attr}", spec=spec)
-
-
-def wrap(obj: Any, capability: str, *, target: str, spec: SystemSpec) -> Any:
-    """``obj`` (an object or a callable) as a system of ``capability``."""
-    wrapper = {
-        "transcribe": CallableTranscriber,
-        "synthesize": CallableSynthesizer,
-        "understand": CallableUnderstander,
-    }.get(capability)
-    if wrapper is None:
-        raise SpecError(
-            f"a Python object can transcribe, synthesize or understand, not {capability}"
-        )
-    return wrapper(obj, target=target, options=spec.backend_options, spec=spec.raw)
-
-
-def import_attr(module_name: str, attr: str) -> Any:
-    """``module:attr`` of a ``python:`` spec. The current directory is searched too (after
-    everything else on ``sys.path``), as ``python -m`` and pytest do; when the module is
-    still not found, the error lists where it was looked for."""
-    import os
-    import sys
-
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.append(cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name or module_name.startswith(f"{exc.name}."):
-            where = [p or "." for p in sys.path]
-            shown = ", ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
-            raise InputError(
-                f"cannot import module {module_name!r}: not found in the current directory "
-                f"({cwd}) or on the module search path ({shown}); install it, run from the "
-                "directory that contains it, or add that directory to PYTHONPATH"
-            ) from None
-        raise InputError(f"module {module_name!r} failed to import: {exc}") from exc
-    except Exception as exc:
-        raise InputError(
-            f"module {module_name!r} failed to import: {type(exc).__name__}: {exc}"
-        ) from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            names = sorted(
-                n for n, v in vars(module).items() if not n.startswith("_") and callable(v)
-            )
-            raise InputError(
-                f"module {module_name!r} has no attribute {attr!r}; its public callables: "
-                f"{', '.join(names) or '(none)'}"
-            )
-        obj = getattr(obj, part)
-    return obj
 
 
 class CallableTranscriber:
@@ -178,6 +124,20 @@ class CallableTranscriber:
         info = _describe(self.obj, self.kind, self.spec, self.target, self.options)
         info["sample_rate"] = self.sample_rate
         return info
+
+
+def wrap(obj: Any, capability: str, *, target: str, spec: SystemSpec) -> Any:
+    """``obj`` (an object or a callable) as a system of ``capability``."""
+    wrapper = {
+        "transcribe": CallableTranscriber,
+        "synthesize": CallableSynthesizer,
+        "understand": CallableUnderstander,
+    }.get(capability)
+    if wrapper is None:
+        raise SpecError(
+            f"a Python object can transcribe, synthesize or understand, not {capability}"
+        )
+    return wrapper(obj, target=target, options=spec.backend_options, spec=spec.raw)
 
 
 def _describe(

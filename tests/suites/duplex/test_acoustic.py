@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxeval.suites.duplex.acoustic import (
+from voxeval.suites.duplex.evidence.acoustic import (
     Segment,
     acoustic_events,
     detect_segments,
@@ -577,7 +577,11 @@ def test_detector_info_names_package_and_version() -> None:
 @pytest.mark.parametrize("detector", ["silero", "webrtc", "energy"])
 def test_reported_measured_error_matches_a_fresh_measurement(detector: str) -> None:
     """The error every report states (MEASURED_EDGE_ERROR) is what the kit measures now."""
-    from voxeval.suites.duplex.acoustic import MEASURED_EDGE_ERROR, detector_info, evaluate_kit
+    from voxeval.suites.duplex.evidence.acoustic import (
+        MEASURED_EDGE_ERROR,
+        detector_info,
+        evaluate_kit,
+    )
 
     kit = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
     if not (kit / "truth.json").exists():

@@ -17,8 +17,9 @@ import yaml
 from click.testing import CliRunner
 
 from voxeval.cli.main import cli
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.manifest import file_entry
 from voxeval.core.runstore import RunStore
-from voxeval.suites.duplex.schema import Event, ProducerClock, file_entry
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 SR = 16_000
@@ -519,7 +520,7 @@ def edit_ledger(folder: Path, fn: Callable[[list[str]], list[str]]) -> None:
 
 def test_discovery_keys_and_repeats(small: Path, tmp_path: Path) -> None:
     from voxeval.core.errors import InputError
-    from voxeval.suites.duplex.bundle import find_bundles, plan_bundles
+    from voxeval.suites.duplex.evidence.bundle_io import find_bundles, plan_bundles
 
     assert [p.name for p in find_bundles([small])] == ["d02", "d05", "d06"]
     assert find_bundles([small / "d02" / "manifest.json"]) == [small / "d02"]
@@ -545,7 +546,7 @@ def test_discovery_keys_and_repeats(small: Path, tmp_path: Path) -> None:
 
 
 def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d05", tmp_path / "b")
     m = json.loads((b / "manifest.json").read_text())
@@ -558,7 +559,7 @@ def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_pa
 
 
 def test_bad_ledger_lines_are_reported_and_the_rest_scored(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     clean = score_bundle_folder(small / "d02").output
     b = copy_bundle(small / "d02", tmp_path / "b")
@@ -585,7 +586,7 @@ def test_bad_ledger_lines_are_reported_and_the_rest_scored(small: Path, tmp_path
 
 
 def test_missing_events_are_censored_never_zero(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", "d02_bargein_cut_200", drop_types=("playback.started",))
     out = score_bundle_folder(b).output
@@ -604,7 +605,7 @@ def test_missing_events_are_censored_never_zero(small: Path, tmp_path: Path) -> 
 
 
 def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     name = "d02_bargein_cut_200"
     base = score_bundle_folder(small / "d02").output
@@ -632,7 +633,7 @@ def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -
 
 
 def test_non_monotonic_timestamps_are_warned_and_scored(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d02", tmp_path / "b")
 
@@ -712,7 +713,7 @@ def test_broken_bundles_are_error_records_and_the_run_goes_on(small: Path, tmp_p
 
 
 def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d02", tmp_path / "b")
     clean = score_bundle_folder(b).output
@@ -730,7 +731,7 @@ def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
 
 
 def test_labels_need_truth_events(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", "d05_backchannel_agent_continues", drop_types=())
     edit_ledger(b, lambda ls: [x for x in ls if '"segment_id": "bc2"' not in x])
@@ -820,8 +821,8 @@ def test_what_changed_against_a_baseline(two_versions: tuple[Path, Path]) -> Non
 
 
 def test_paired_units_feed_compare(two_versions: tuple[Path, Path]) -> None:
-    from voxeval.core.compare import compare_runs
     from voxeval.core.registry import REGISTRY
+    from voxeval.report.compare import compare_runs
     from voxeval.suites.duplex.report import paired_units
 
     base, cur = two_versions
@@ -897,7 +898,8 @@ def test_subjective_preferences_are_their_own_group(small: Path, tmp_path: Path)
 
 
 def test_a_killed_bundle_run_resumes_without_rescoring(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.bundle import plan_bundles, score_bundles
+    from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
+    from voxeval.suites.duplex.scoring.score import score_bundles
 
     out = tmp_path / "runs"
     refs = plan_bundles([small])
@@ -939,7 +941,7 @@ def test_bystander_lines_without_intents_are_not_respondable_points(tmp_path: Pa
     turn. With its segments' intents removed, its role alone keeps its ends from opening a
     response_first_* wait (before roles counted, each opened one that the next speech
     withdrew) and its onsets from withdrawing the user's."""
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     name = "d09_bystander_speech"
     b = build_bundle(tmp_path / "b", name)

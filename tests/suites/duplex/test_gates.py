@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from voxeval.cli.main import cli
+from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.stats.intervals import newcombe_diff
 from voxeval.suites.duplex.gates import (
     PRECEDENCE,
@@ -31,7 +32,7 @@ from voxeval.suites.duplex.gates import (
     metric_table_from_run,
     write_junit,
 )
-from voxeval.suites.duplex.schema import EXAMPLE_MATRIX, AcceptanceMatrix
+from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 PROV = RunProvenance(
@@ -472,7 +473,7 @@ def test_recordings_run_ends_in_collect_more_data(recordings_run: Path) -> None:
 
 
 def load_example() -> AcceptanceMatrix:
-    from voxeval.suites.duplex.validate import load_matrix
+    from voxeval.suites.duplex.evidence.validate import load_matrix
 
     return load_matrix(EXAMPLE_MATRIX)
 

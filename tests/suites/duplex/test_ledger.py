@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from voxeval.suites.duplex.ledger import (
+from voxeval.contracts.duplex.common import Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.suites.duplex.evidence.ledger import (
     EventWriter,
     order_by_causality,
     producer_clocks,
@@ -17,7 +19,6 @@ from voxeval.suites.duplex.ledger import (
     session_ns,
     write_events,
 )
-from voxeval.suites.duplex.schema import Event, Problem, ProducerClock
 
 
 def make(event_type: str, producer: str, ns: int, **kw: Any) -> Event:

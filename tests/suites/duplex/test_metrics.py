@@ -19,10 +19,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.manifest import BundleManifest, ClockInfo, SystemInfo
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.stats import percentiles
 from voxeval.stats.percentiles import summarize_values
-from voxeval.suites.duplex import turns
-from voxeval.suites.duplex.metrics import (
+from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxeval.suites.duplex.scoring import turns
+from voxeval.suites.duplex.scoring.latency import (
     ALL_SPLIT_FIELDS,
     DEFAULT_PAIRS,
     LatencyPair,
@@ -35,15 +39,6 @@ from voxeval.suites.duplex.metrics import (
     on,
     pairs_from_events,
     summarize,
-)
-from voxeval.suites.duplex.schema import (
-    SCENARIOS_DIR,
-    BundleManifest,
-    ClockInfo,
-    Event,
-    ProducerClock,
-    Scenario,
-    SystemInfo,
 )
 
 MS = 1_000_000

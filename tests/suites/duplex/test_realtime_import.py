@@ -16,17 +16,17 @@ import pytest
 from click.testing import CliRunner
 
 from voxeval.cli.duplex import duplex
-from voxeval.suites.duplex.ledger import read_events
-from voxeval.suites.duplex.realtime_import import (
-    CLIENT_PRODUCER,
+from voxeval.contracts.duplex.common import Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.realtime import CLIENT_PRODUCER, SERVER_PRODUCER
+from voxeval.suites.duplex.evidence.ledger import read_events
+from voxeval.suites.duplex.evidence.realtime_import import (
     ONE_SIDED_WINDOW_NS,
-    SERVER_PRODUCER,
     ImportResult,
     detect_time_unit,
     import_realtime_log,
 )
-from voxeval.suites.duplex.schema import Event, Problem, ProducerClock
-from voxeval.suites.duplex.validate import validate_path
+from voxeval.suites.duplex.evidence.validate import validate_path
 
 Step = tuple[float, str, dict[str, Any]]
 S = "server"
@@ -537,7 +537,7 @@ def test_ga_session_keeps_ids_and_barge_in_facts(tmp_path: Path) -> None:
 
 def test_ledger_is_written_without_audio_and_validates(tmp_path: Path) -> None:
     result = import_realtime_log(write_wrapped(tmp_path / "ga.jsonl", ga_session()))
-    from voxeval.suites.duplex.ledger import write_events
+    from voxeval.suites.duplex.evidence.ledger import write_events
 
     ledger = tmp_path / "events.jsonl"
     write_events(ledger, result.events)
@@ -597,7 +597,7 @@ def test_beta_names_give_the_same_ledger(tmp_path: Path) -> None:
     assert beta.stats["summarised"]["response.output_audio_transcript.delta"] == 2
     assert only(beta, "response.done")[1].data["transcript"] == "It's 18 degrees and cloudy"
     path = tmp_path / "beta-events.jsonl"
-    from voxeval.suites.duplex.ledger import write_events
+    from voxeval.suites.duplex.evidence.ledger import write_events
 
     write_events(path, beta.events)
     assert no_errors(path) == []
@@ -716,7 +716,7 @@ def test_webrtc_buffer_events_and_server_side_truncation(tmp_path: Path) -> None
         SERVER_PRODUCER
     ]
     ledger = tmp_path / "events.jsonl"
-    from voxeval.suites.duplex.ledger import write_events
+    from voxeval.suites.duplex.evidence.ledger import write_events
 
     write_events(ledger, result.events)
     assert no_errors(ledger) == []

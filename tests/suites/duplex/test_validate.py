@@ -13,21 +13,16 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from voxeval.cli.duplex import duplex
-from voxeval.suites.duplex.schema import (
-    DATA_DIR,
-    EXAMPLE_MATRIX,
-    SCENARIOS_DIR,
-    Event,
-    Problem,
-    ProducerClock,
-    file_entry,
-)
-from voxeval.suites.duplex.validate import (
+from voxeval.contracts.duplex.common import Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.manifest import file_entry
+from voxeval.suites.duplex.evidence.validate import (
     DuplexInputError,
     load_manifest,
     load_scenario,
     validate_path,
 )
+from voxeval.suites.duplex.live.scenarios import DATA_DIR, EXAMPLE_MATRIX, SCENARIOS_DIR
 
 SR = 16_000
 

@@ -13,7 +13,7 @@ from voxeval.core.audio import load_audio
 from voxeval.core.items import load_manifest, write_manifest
 from voxeval.suites.su.pairs import build_pairs
 from voxeval.suites.su.prompts import separator_audio
-from voxeval.suites.su.suite import run_su
+from voxeval.suites.su.run import run_su
 
 pytestmark = pytest.mark.live
 

@@ -271,7 +271,7 @@ def test_score_audio_refuses_bad_lines_with_numbers(tmp_path: Path) -> None:
 @pytest.mark.live
 @pytest.mark.slow
 def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
-    from voxeval.core.compare import compare_runs
+    from voxeval.report.compare import compare_runs
 
     stores = [
         run_tts(

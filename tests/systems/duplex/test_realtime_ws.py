@@ -21,8 +21,7 @@ import pytest
 from tests.conftest import SHARED
 from tests.helpers.duplex import arctic_clip, cut_in_scenario
 from tests.systems.duplex.conformance import check
-from voxeval.reference.server import RealtimeServer
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentEvent,
     AgentOutput,
     AudioOut,
@@ -33,11 +32,12 @@ from voxeval.suites.duplex.live.agent_api import (
     Stamped,
     ToolCall,
 )
+from voxeval.contracts.duplex.scenario import Scenario
+from voxeval.reference.server import RealtimeServer
 from voxeval.suites.duplex.live.session import SessionConfig, SessionResult, run_session
-from voxeval.suites.duplex.live.simple_agents import EnergyAgent
-from voxeval.suites.duplex.schema import Scenario
 from voxeval.systems.duplex.realtime_protocol import pcm16_to_b64
 from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
+from voxeval.systems.duplex.simple_agents import EnergyAgent
 
 pytestmark = pytest.mark.live
 
@@ -164,7 +164,7 @@ def test_a_live_session_over_loopback_ga(tmp_path: Path) -> None:
     for side, ev in trace:
         check("ga", side, ev)
     # the raw log re-derives a ledger with the importer; the key never appears
-    from voxeval.suites.duplex.realtime_import import import_realtime_log
+    from voxeval.suites.duplex.evidence.realtime_import import import_realtime_log
 
     path = link.write_raw_log(tmp_path / "realtime.jsonl")
     imported = import_realtime_log(path)
@@ -241,9 +241,9 @@ def test_beta_manual_turns_and_tool_calls(tmp_path: Path) -> None:
 def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
     tmp_path: Path,
 ) -> None:
-    from voxeval.suites.duplex.bundle import score_bundle_folder
+    from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
     from voxeval.suites.duplex.live.bundle_writer import write_bundle
-    from voxeval.suites.duplex.schema import ClockInfo, Provenance, SystemInfo
+    from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     clips = {"ask": clip("aew_arctic_a0003.wav", 2.0), "cut": clip("aew_arctic_a0001.wav", 1.0)}
     server = RealtimeServer(lambda: EnergyAgent(answer_ms=1500), port=0)
@@ -557,7 +557,7 @@ def test_hop_trace_stamps_echoed_frames_in_causal_order_and_is_off_by_default(
     echo agent runs in a worker thread or on the server's loop (``agent_thread``) with the same
     result; without ``hop_trace`` nothing of the trace is on the wire."""
     from voxeval.suites.duplex.live import selfcheck
-    from voxeval.suites.duplex.live.simple_agents import EchoAgent
+    from voxeval.systems.duplex.simple_agents import EchoAgent
 
     signal, starts = selfcheck.burst_signal(SR)
     clips = {selfcheck.SEGMENT_ID: signal[: starts[2]]}  # two bursts

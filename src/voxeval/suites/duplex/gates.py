@@ -63,16 +63,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS, evidence_at_least
+from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
 from voxeval.stats.intervals import newcombe_diff, paired_bootstrap_ratio_diff, wilson_interval
 from voxeval.stats.percentiles import censored_quantile
-from voxeval.suites.duplex.schema import (
-    EVIDENCE_LEVELS,
-    AcceptanceMatrix,
-    Gate,
-    OnFail,
-    Statistic,
-    evidence_at_least,
-)
 
 __all__ = [
     "GATES_VERSION",
@@ -199,13 +193,13 @@ def _implemented_names() -> set[str]:
     names = set(METRIC_ALIASES)
     for sources in METRIC_ALIASES.values():
         names.update(s.split(":", 1)[-1] for s in sources)
-    from voxeval.suites.duplex.task import CHECKS
-    from voxeval.suites.duplex.task import METRIC_ALIASES as TASK_ALIASES
-    from voxeval.suites.duplex.turns import DEFINITIONS
+    from voxeval.suites.duplex.scoring.task import CHECKS
+    from voxeval.suites.duplex.scoring.task import METRIC_ALIASES as TASK_ALIASES
+    from voxeval.suites.duplex.scoring.turns import DEFINITIONS
 
     names.update(DEFINITIONS, CHECKS, TASK_ALIASES, _TASK_COUNT_NAMES)
     try:
-        from voxeval.suites.duplex.metrics import DEFAULT_PAIRS
+        from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
     except ImportError:  # pragma: no cover - the ledger metrics module is optional here
         return names
     names.update(d.name for d in DEFAULT_PAIRS)

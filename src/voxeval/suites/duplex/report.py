@@ -18,7 +18,7 @@ from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.intervals import newcombe_diff
 from voxeval.stats.percentiles import censored_quantile
-from voxeval.suites.duplex.stereo import METRICS_VERSION, CallInput, analyze_output
+from voxeval.suites.duplex.evidence.stereo import METRICS_VERSION, CallInput, analyze_output
 
 RATE_ORDER = (
     "correct_yield_rate",
@@ -41,7 +41,7 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
 
 def build_recordings_report(store: RunStore) -> dict[str, Any]:
     """Turn-taking metrics per system and per call, with denominators, CIs and timelines."""
-    from voxeval.suites.duplex.turns import aggregate, compat_metrics
+    from voxeval.suites.duplex.scoring.turns import aggregate, compat_metrics
 
     info = store.info()
     config = info.get("config", {})
@@ -188,7 +188,7 @@ def _session(ref: str) -> str:
 
 def _task_result(d: Mapping[str, Any]) -> Any:
     """A ``task.TaskResult`` rebuilt from its ``to_dict()``."""
-    from voxeval.suites.duplex.task import TaskCheck, TaskResult
+    from voxeval.suites.duplex.scoring.task import TaskCheck, TaskResult
 
     checks = [
         TaskCheck(
@@ -217,7 +217,7 @@ def _task_block(recs: Sequence[Record]) -> dict[str, Any]:
     """``task.aggregate_tasks`` over the sessions with a task result, plus per check the
     session refs behind it (``denominator``: ``<session>/<check>`` of every scored session;
     ``events``: the passed ones) and per count the sessions it was counted in."""
-    from voxeval.suites.duplex.task import aggregate_tasks
+    from voxeval.suites.duplex.scoring.task import aggregate_tasks
 
     scored = [r for r in recs if r.output.get("task")]
     out = aggregate_tasks([_task_result(r.output["task"]) for r in scored])
@@ -249,7 +249,7 @@ def after_break_rates(recs: Sequence[Record]) -> dict[str, Any]:
     each record keeps (``recovery.pool_cases``: k / n with a Wilson interval, the assessable
     refs, the not-assessable refs with their reasons). Sessions scored before these metrics
     existed hold no cases and add nothing."""
-    from voxeval.suites.duplex.recovery import (
+    from voxeval.suites.duplex.scoring.recovery import (
         HISTORY_DEFINITION,
         RECOVERY_DEFINITION,
         pool_cases,
@@ -292,8 +292,8 @@ def add_per_hour(rates: Mapping[str, Any], hours: float) -> None:
 def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     """The ledger latency pairs of ``recs`` summarised (``metrics.LatencyTable``) overall and
     per stratum, with every pair as a ``values`` entry (censored ones with ``value_ms`` None)."""
-    from voxeval.suites.duplex.bundle import pairs_of
-    from voxeval.suites.duplex.metrics import LatencyTable
+    from voxeval.suites.duplex.scoring.latency import LatencyTable
+    from voxeval.suites.duplex.scoring.score import pairs_of
 
     pairs = [p for r in recs for p in pairs_of(r.id, r.output)]
     table = LatencyTable().extend(pairs)
@@ -326,8 +326,8 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
 def _system_block(
     spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
 ) -> dict[str, Any]:
-    from voxeval.suites.duplex.bundle import analysis_of
-    from voxeval.suites.duplex.turns import aggregate
+    from voxeval.suites.duplex.scoring.score import analysis_of
+    from voxeval.suites.duplex.scoring.turns import aggregate
 
     ok = [r for r in recs if r.status == "ok"]
     analyses = [analysis_of(r.id, r.output) for r in ok]
@@ -449,7 +449,7 @@ def _fmt(x: Any, digits: int = 0) -> str:
 def metric_rows(overall: Mapping[str, Any], levels: Mapping[str, str]) -> list[dict[str, Any]]:
     """Every metric of the report's groups, labelled (see ``_row``); DESIGN metrics nothing
     measures are UNKNOWN rows. Order: speed, behaviour, task, side effects."""
-    from voxeval.suites.duplex.metrics import DEFAULT_PAIRS
+    from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
 
     rows: list[dict[str, Any]] = []
     lat = overall.get("latencies") or {}
@@ -1168,7 +1168,7 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
         if r.status != "ok":
             continue
         if bundles:
-            from voxeval.suites.duplex.bundle import analysis_of
+            from voxeval.suites.duplex.scoring.score import analysis_of
 
             unit = str(r.output.get("unit") or r.id)
             meta = r.output.get("meta") or {}

@@ -37,7 +37,7 @@ def demo(
     """
     import json
 
-    from voxeval.core.compare import compare_runs, render_compare_markdown
+    from voxeval.report.compare import compare_runs, render_compare_markdown
     from voxeval.suites.duplex.live.runner import run_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
@@ -70,7 +70,7 @@ SUITE = SuiteInfo(
     demo_priority=True,
     demo_seconds=16.0,
     extras={
-        **lazy_renderers("voxeval.suites.duplex.render"),
+        **lazy_renderers("voxeval.suites.duplex.views"),
         "title": "Full-duplex turn-taking",
     },
 )

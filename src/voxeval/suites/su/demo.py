@@ -119,7 +119,7 @@ def build_demo_data(out: str | Path, log: Any = None) -> Path:
 def run_demo(out: str | Path, *, workers: int = 1, progress: Any = None) -> RunStore:
     """Build the data under ``out/_demo_data/su`` and run both specialists on it."""
     from voxeval.core.progress import system_progress
-    from voxeval.suites.su.suite import run_su
+    from voxeval.suites.su.run import run_su
     from voxeval.suites.su.tasks import EVALS
 
     def say(message: str) -> None:

@@ -113,9 +113,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from voxeval.core.registry import options_of
-from voxeval.core.specs import is_harness_option
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentEvent,
     AgentOutput,
     AudioOut,
@@ -126,6 +124,8 @@ from voxeval.suites.duplex.live.agent_api import (
     Stamped,
     ToolCall,
 )
+from voxeval.core.registry import options_of
+from voxeval.core.specs import is_harness_option
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     CLIENT_EVENT_TYPES,

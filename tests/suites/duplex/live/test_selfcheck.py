@@ -14,14 +14,14 @@ import pytest
 import soundfile as sf
 import yaml
 
-from voxeval.suites.duplex.live import selfcheck
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,
     AudioOut,
     SessionInfo,
 )
+from voxeval.suites.duplex.live import selfcheck
 from voxeval.suites.duplex.live.selfcheck import (
     BURSTS,
     add_target_status,
@@ -245,7 +245,7 @@ def test_a_virtual_run_carries_the_self_check(tmp_path: Path) -> None:
 def test_a_socket_run_measures_pacing_and_loopback_latency(tmp_path: Path) -> None:
     pytest.importorskip("websockets")
     from voxeval.reference.server import RealtimeServer
-    from voxeval.suites.duplex.live.simple_agents import EchoAgent
+    from voxeval.systems.duplex.simple_agents import EchoAgent
 
     server = RealtimeServer(EchoAgent, port=0)
     url = server.start_in_thread()

@@ -18,17 +18,17 @@ from typing import Any
 import soundfile as sf
 import yaml
 
-from voxeval import __version__
-from voxeval.suites.duplex.live.session import SessionResult
-from voxeval.suites.duplex.schema import (
+from voxeval.contracts.duplex.manifest import (
     BundleManifest,
     ClockInfo,
     Provenance,
-    Route,
     ScenarioRef,
     SystemInfo,
     file_entry,
 )
+from voxeval.contracts.duplex.vocabulary import Route
+from voxeval.core.version import __version__
+from voxeval.suites.duplex.live.session import SessionResult
 
 __all__ = ["write_bundle"]
 

@@ -23,17 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
 from voxeval.core.items import Item, file_sha256
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.duplex.live.session import SessionConfig, run_session
-from voxeval.suites.duplex.schema import (
-    ClockInfo,
-    Provenance,
-    Scenario,
-    SystemInfo,
-)
 
 __all__ = ["AgentFactory", "build_agent_factory", "run_scenarios", "select_scenarios"]
 
@@ -47,7 +43,7 @@ def select_scenarios(
     """Scenarios whose category (name or number) or id matches one of the ``only`` globs."""
     if not only:
         return list(scenarios)
-    from voxeval.suites.duplex.schema import CATEGORY_NUMBER
+    from voxeval.contracts.duplex.vocabulary import CATEGORY_NUMBER
 
     out = []
     for sc, path in scenarios:
@@ -119,7 +115,8 @@ def run_scenarios(
     the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
     (``self_check``) and the report. A failing self-check is recorded there, never fatal.
     """
-    from voxeval.suites.duplex.bundle import BundleRef, score_ref, scoring_config
+    from voxeval.suites.duplex.evidence.bundle_io import BundleRef
+    from voxeval.suites.duplex.scoring.score import score_ref, scoring_config
 
     agents = [agent] if isinstance(agent, str) else list(dict.fromkeys(agent))
     if not agents:
@@ -281,7 +278,7 @@ def _one_session(
     state_probe: str | None = None,
 ) -> Record:
     from voxeval.suites.duplex.live.bundle_writer import write_bundle
-    from voxeval.suites.duplex.live.render import render_segments
+    from voxeval.suites.duplex.live.stimuli import render_segments
 
     started = utc_now()
     t0 = time.perf_counter()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
-from voxeval.suites.duplex.schema import DATA_DIR, SCENARIOS_DIR, Scenario
 
 __all__ = [
     "SETS_DIR",
@@ -24,6 +24,10 @@ __all__ = [
     "set_names",
 ]
 
+DATA_DIR = Path(__file__).parents[1] / "data"
+"""The suite's shipped data: scenarios, scenario sets, the example acceptance matrix."""
+SCENARIOS_DIR = DATA_DIR / "scenarios"
+EXAMPLE_MATRIX = DATA_DIR / "example_matrix.yaml"
 SETS_DIR = DATA_DIR / "sets"
 ScenarioSet = list[tuple[Scenario, Path]]
 
@@ -59,7 +63,7 @@ def scenario_files(folder: Path) -> list[Path]:
 
 
 def _load(path: Path) -> Scenario:
-    from voxeval.suites.duplex.validate import load_scenario
+    from voxeval.suites.duplex.evidence.validate import load_scenario
 
     return load_scenario(path)
 

@@ -69,10 +69,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from voxeval.suites.duplex.live.agent_api import SAMPLE_RATE
+from voxeval.contracts.duplex.agent_api import SAMPLE_RATE
+from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.suites.duplex.live.session import SessionConfig, SessionResult, run_session
-from voxeval.suites.duplex.live.simple_agents import EchoAgent
-from voxeval.suites.duplex.schema import Scenario
+from voxeval.systems.duplex.simple_agents import EchoAgent
 
 __all__ = [
     "BURSTS",

@@ -69,7 +69,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     FRAME_MS,
     SAMPLE_RATE,
     AgentEvent,
@@ -83,17 +83,10 @@ from voxeval.suites.duplex.live.agent_api import (
     Stamped,
     ToolCall,
 )
+from voxeval.contracts.duplex.event import ClockKind, Event, ProducerClock
+from voxeval.contracts.duplex.scenario import Fault, FaultKind, Scenario, Segment
+from voxeval.contracts.duplex.vocabulary import Role
 from voxeval.suites.duplex.live.playback import PlaybackEvent, PlaybackModel
-from voxeval.suites.duplex.schema import (
-    ClockKind,
-    Event,
-    Fault,
-    FaultKind,
-    ProducerClock,
-    Role,
-    Scenario,
-    Segment,
-)
 
 __all__ = [
     "SessionConfig",

@@ -34,7 +34,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from voxeval.suites.duplex.schema import CLOCK_EVENT_TYPE, Event, Problem, ProducerClock
+from voxeval.contracts.duplex.common import Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.vocabulary import CLOCK_EVENT_TYPE
 
 ID_OPENERS: dict[str, str] = {
     "response_id": "response.created",

@@ -132,11 +132,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from voxeval.contracts.duplex.event import Event
+from voxeval.contracts.duplex.vocabulary import HistoryAction
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.schema import Event, HistoryAction
 
 if TYPE_CHECKING:
-    from voxeval.suites.duplex.task import UtteranceLink, UtteranceLinks
+    from voxeval.suites.duplex.scoring.task import UtteranceLink, UtteranceLinks
 
 __all__ = [
     "FAULT_WORDS",
@@ -926,7 +927,7 @@ def _slice_base(kind: str, check: str, case: Mapping[str, Any]) -> dict[str, Any
 
 
 def _finish(out: dict[str, Any], gates: list[dict[str, Any]]) -> dict[str, Any]:
-    from voxeval.suites.duplex.task import UNKNOWN_ROOT_CAUSE
+    from voxeval.suites.duplex.scoring.task import UNKNOWN_ROOT_CAUSE
 
     out["gates"] = gates
     out["event_ids"] = [c["event_id"] for c in out["chain"] if c.get("event_id")]
@@ -965,7 +966,7 @@ def _step(step: str, ident: Any, timed: Timed | None = None, note: str = "") -> 
 
 def _links_of(events: Sequence[Timed], links: UtteranceLinks | None) -> UtteranceLinks:
     if links is None:
-        from voxeval.suites.duplex.task import UtteranceLinks
+        from voxeval.suites.duplex.scoring.task import UtteranceLinks
 
         links = UtteranceLinks(events)
     return links

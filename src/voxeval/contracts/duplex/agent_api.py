@@ -36,13 +36,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from voxeval.suites.duplex.schema import Scenario
+from voxeval.contracts.duplex.scenario import Scenario
 
 __all__ = [
     "FRAME_MS",
     "SAMPLE_RATE",
     "AgentBase",
     "AgentEvent",
+    "AgentFactory",
     "AgentOutput",
     "AudioOut",
     "ClearAudio",
@@ -217,3 +218,15 @@ class AgentBase:
 
     def finish(self, now_ns: int) -> SessionEnd:
         return SessionEnd()
+
+
+class AgentFactory:
+    """What a duplex backend hands the runner: a callable making one fresh agent per session,
+    with ``info``, what the run records about the agent (backend, version, options)."""
+
+    def __init__(self, make: Any, info: dict[str, Any]) -> None:
+        self._make = make
+        self.info = info
+
+    def __call__(self) -> Any:
+        return self._make()

@@ -51,29 +51,36 @@ the problems.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import warnings
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voxeval.core.errors import AudioError, InputError, VoxevalError
-from voxeval.core.items import Item
+from voxeval.contracts.duplex.common import Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.evidence import FEATURES_FILE
+from voxeval.contracts.duplex.scenario import Scenario
+from voxeval.core.errors import InputError
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.suites.duplex.schema import (
-    Event,
-    Problem,
-    ProducerClock,
-    Scenario,
+from voxeval.suites.duplex.evidence.bundle_io import (
+    BUNDLE_WAVS,
+    BundleError,
+    BundleRef,
+    find_bundles,
+    load_features,
+    plan_bundles,
+    problem_dict,
+    read_bundle_ledger,
+    safe_key,
+    segments_from_audio,
 )
 
 if TYPE_CHECKING:
-    from voxeval.suites.duplex.task import UtteranceLink, UtteranceLinks
+    pass
+from voxeval.suites.duplex.scoring.slices import MARKER_TYPES, behaviour_slice
 
 __all__ = [
     "ALIGN_TOLERANCE_S",
@@ -94,12 +101,8 @@ __all__ = [
 ]
 
 BUNDLE_METRICS_VERSION = "duplex-bundle/1"
-FEATURES_FILE = "features.json"
-"""Derived audio features kept by a redacted bundle (see ``redact.py``)."""
 ALIGN_TOLERANCE_S = 0.3
 """A user acoustic onset this close to a truth onset belongs to that scenario segment."""
-FAILURE_WINDOW_S = 2.0
-"""Ledger events this long after a wrong decision are read by its causal slice."""
 MAX_MARKERS = 400
 """Ledger events kept per session for the timeline."""
 PAIR_FIELDS = (
@@ -114,177 +117,6 @@ PAIR_FIELDS = (
     "route",
 )
 """Column order of ``output.pairs.rows`` (one latency pair per row)."""
-MARKER_TYPES = (
-    "user.",
-    "vad.",
-    "asr.final",
-    "turn.decision",
-    "history.",
-    "response.",
-    "playback.",
-    "tool.",
-    "task.state",
-    "session.",
-    "network.",
-    "fault.",
-)
-_WAVS = ("input.wav", "output.wav", "mixed.wav")
-_ANALYSIS_SR = 16_000
-
-
-class BundleError(VoxevalError):
-    """A bundle that cannot be scored: ``kind`` (short), message, and the problems found."""
-
-    def __init__(self, kind: str, message: str, problems: Sequence[Problem] = ()) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.problems = list(problems)
-
-
-# --------------------------------------------------------------------------- discovery
-
-
-def find_bundles(paths: Iterable[str | Path]) -> list[Path]:
-    """Bundle folders named by ``paths``, in order, without duplicates.
-
-    A folder holding ``manifest.json`` is a bundle; a ``manifest.json`` file names its folder;
-    any other folder is searched recursively for ``manifest.json`` (folders starting with
-    ``.`` or ``__`` are skipped). A folder named explicitly that holds ``events.jsonl`` but no
-    manifest is kept, so that it is reported (as an error) rather than silently skipped.
-    Raises ``InputError`` for a path that does not exist or holds no bundle.
-    """
-    found: list[Path] = []
-    seen: set[Path] = set()
-
-    def add(p: Path) -> None:
-        r = p.resolve()
-        if r not in seen:
-            seen.add(r)
-            found.append(p)
-
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise InputError(f"{p}: no such file or directory")
-        if p.is_file():
-            if p.name != "manifest.json":
-                raise InputError(f"{p}: not a bundle (give a bundle folder or its manifest.json)")
-            add(p.parent)
-            continue
-        if (p / "manifest.json").is_file() or (p / "events.jsonl").is_file():
-            add(p)
-            continue
-        hits = sorted(
-            m.parent
-            for m in p.rglob("manifest.json")
-            if not any(part.startswith((".", "__")) for part in m.relative_to(p).parts)
-        )
-        if not hits:
-            raise InputError(f"{p}: no bundle found (no manifest.json below it)")
-        for h in hits:
-            add(h)
-    return found
-
-
-_KEY_SAFE = re.compile(r"[^A-Za-z0-9_.:@+=-]+")
-
-
-def _safe_key(text: str) -> str:
-    """A session key usable in refs (``<key>/<id>``) and folder names: no ``/`` or spaces."""
-    return _KEY_SAFE.sub("_", text).strip("._") or "session"
-
-
-@dataclass
-class BundleRef:
-    """One bundle of a run: where it is, its unique key (the session id, made safe), the
-    system it scores, its scenario and its repeat index among that system's bundles of the
-    same scenario (ordered by ``created_at``, then path)."""
-
-    path: Path
-    key: str
-    system: str
-    session_id: str | None = None
-    scenario_id: str | None = None
-    scenario_version: int | None = None
-    created_at: str | None = None
-    repeat: int = 0
-    stored: str | None = None
-    """Where the run keeps it (relative to the run folder) when it was copied (``--redact``)."""
-
-    @property
-    def unit(self) -> str:
-        """The key that pairs this session with a baseline run's: scenario id and repeat."""
-        return f"{self.scenario_id}#{self.repeat}" if self.scenario_id else self.key
-
-    def to_item(self) -> Item:
-        where = self.stored or str(self.path)
-        return Item(
-            id=self.key,
-            labels={"input": "bundle", "scenario": self.scenario_id or "unknown"},
-            meta={
-                "bundle": where,
-                "source": str(self.path),
-                "repeat": self.repeat,
-                "session_id": self.session_id,
-                "scenario_version": self.scenario_version,
-                "unit": self.unit,
-                "system": self.system,
-            },
-        )
-
-
-def _peek_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest as plain JSON, or {} when it is missing or not JSON (scoring says why)."""
-    try:
-        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def plan_bundles(paths: Iterable[str | Path], system: str | None = None) -> list[BundleRef]:
-    """``find_bundles`` with keys, systems and repeat indices assigned (see ``BundleRef``).
-
-    ``system`` overrides the system name the manifests give (``name@version``).
-    """
-    refs: list[BundleRef] = []
-    used: set[str] = set()
-    for folder in find_bundles(paths):
-        m = _peek_manifest(folder)
-        sid = m.get("session_id") if isinstance(m.get("session_id"), str) else None
-        base = _safe_key(sid or folder.name)
-        key, i = base, 2
-        while key in used:
-            key, i = f"{base}~{i}", i + 1
-        used.add(key)
-        sc: dict[str, Any] = m["scenario"] if isinstance(m.get("scenario"), dict) else {}
-        sysinfo: dict[str, Any] = m["system"] if isinstance(m.get("system"), dict) else {}
-        name = sysinfo.get("name") if isinstance(sysinfo.get("name"), str) else None
-        version = sysinfo.get("version")
-        spec = system or (f"{name}@{version}" if name and version else (name or "unknown-system"))
-        version_num = sc.get("version")
-        refs.append(
-            BundleRef(
-                path=folder,
-                key=key,
-                system=spec,
-                session_id=sid,
-                scenario_id=str(sc["id"]) if sc.get("id") is not None else None,
-                scenario_version=version_num if isinstance(version_num, int) else None,
-                created_at=str(m.get("created_at")) if m.get("created_at") else None,
-            )
-        )
-    groups: dict[tuple[str, str], list[BundleRef]] = {}
-    for r in refs:
-        groups.setdefault((r.system, r.scenario_id or r.key), []).append(r)
-    for members in groups.values():
-        for n, r in enumerate(sorted(members, key=lambda r: (r.created_at or "", str(r.path)))):
-            r.repeat = n
-    return refs
-
-
-# --------------------------------------------------------------------------- one bundle
 
 
 @dataclass
@@ -294,143 +126,6 @@ class BundleScore:
     output: dict[str, Any]
     metrics: dict[str, Any]
     audio_s: float
-
-
-@dataclass
-class _Ledger:
-    events: list[Event]
-    lines: dict[str, int]
-    malformed: int = 0
-    foreign: int = 0
-    unknown: Counter[str] = field(default_factory=Counter)
-
-
-def _problem_dict(p: Problem) -> dict[str, Any]:
-    return {"file": p.file, "line": p.line, "severity": p.severity, "message": p.message}
-
-
-def _read_ledger(path: Path, session_id: str) -> _Ledger:
-    """Valid events of ``session_id`` with their line numbers; other lines are counted (the
-    validator lists each one with its line)."""
-    from voxeval.suites.duplex.ledger import read_events
-
-    led = _Ledger([], {})
-    for line, item in read_events(path):
-        if isinstance(item, Problem):
-            led.malformed += 1
-            continue
-        if item.session_id != session_id:
-            led.foreign += 1
-            continue
-        if not item.known_type:
-            led.unknown[item.event_type] += 1
-        led.events.append(item)
-        led.lines.setdefault(item.event_id, line)
-    return led
-
-
-def _load_features(folder: Path) -> dict[str, Any]:
-    path = folder / FEATURES_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BundleError("invalid-features", f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        msg = f"{path}:{exc.lineno}: malformed JSON: {exc.msg}"
-        raise BundleError("invalid-features", msg) from None
-    segs = data.get("segments") if isinstance(data, dict) else None
-    if not isinstance(segs, dict) or not all(
-        isinstance(segs.get(side), list) for side in ("user", "agent")
-    ):
-        raise BundleError("invalid-features", f"{path}: no segments.user / segments.agent lists")
-    if not isinstance(data.get("duration_s"), int | float):
-        raise BundleError("invalid-features", f"{path}: duration_s missing")
-    return data
-
-
-def _load_sides(folder: Path) -> tuple[Any, Any, int, list[Problem]]:
-    """User and agent samples at 16 kHz on one clock, from input.wav + output.wav, else from
-    the two channels of mixed.wav (left input, right output)."""
-    import numpy as np
-    import soundfile as sf
-
-    from voxeval.core.audio import Audio, load_audio, resample
-
-    notes: list[Problem] = []
-    inp, outp, mixed = folder / "input.wav", folder / "output.wav", folder / "mixed.wav"
-    try:
-        if inp.is_file() and outp.is_file():
-            sides = []
-            for p in (inp, outp):
-                try:
-                    channels = int(sf.info(str(p)).channels)
-                except Exception as exc:
-                    raise AudioError(f"{p}: audio not readable: {exc}", kind="unreadable") from None
-                if channels > 1:
-                    msg = f"{channels} channels where one side (mono) is expected: downmixed"
-                    notes.append(Problem(str(p), None, None, "warning", msg))
-                sides.append(resample(load_audio(p, sr=None), _ANALYSIS_SR).samples)
-            user, agent = sides
-        elif mixed.is_file():
-            try:
-                data, sr = sf.read(str(mixed), dtype="float32", always_2d=True)
-            except Exception as exc:
-                raise AudioError(f"{mixed}: audio not readable: {exc}", "unreadable") from None
-            if data.shape[1] < 2:
-                raise AudioError(
-                    f"{mixed}: mono where stereo is expected (left: input, right: output), and "
-                    "input.wav/output.wav are absent: the user side cannot be told from the agent",
-                    kind="mono",
-                )
-            user = resample(Audio(data[:, 0].copy(), int(sr)), _ANALYSIS_SR).samples
-            agent = resample(Audio(data[:, 1].copy(), int(sr)), _ANALYSIS_SR).samples
-            notes.append(
-                Problem(
-                    str(mixed),
-                    None,
-                    None,
-                    "warning",
-                    "input.wav/output.wav absent: sides taken from mixed.wav (left input, right "
-                    "output)",
-                )
-            )
-        else:
-            missing = [p.name for p in (inp, outp) if not p.is_file()]
-            raise AudioError(
-                f"{folder}: no audio to score ({', '.join(missing)} missing and no mixed.wav)",
-                kind="no-audio",
-            )
-    except AudioError as exc:
-        raise BundleError(exc.kind, str(exc)) from None
-    n = max(len(user), len(agent))
-    user = np.pad(user, (0, n - len(user)))
-    agent = np.pad(agent, (0, n - len(agent)))
-    return user, agent, _ANALYSIS_SR, notes
-
-
-def _segments_from_audio(folder: Path, detector: str) -> tuple[dict[str, Any], list[Problem]]:
-    """Both sides' segments (``include_noise=True``) and the audio length, as recordings."""
-    user, agent, sr, notes = _load_sides(folder)
-    return _segments_of(user, agent, sr, detector), notes
-
-
-def _segments_of(user: Any, agent: Any, sr: int, detector: str) -> dict[str, Any]:
-    """Segments as plain JSON values (gaps as lists), as a record or features.json holds them."""
-    from voxeval.suites.duplex.acoustic import detect_segments
-
-    def plain(seg: Any) -> dict[str, Any]:
-        d = asdict(seg)
-        d["gaps"] = [list(g) for g in d["gaps"]]
-        return d
-
-    segs = {
-        side: [
-            plain(s)
-            for s in detect_segments(x, sr, channel=c, detector=detector, include_noise=True)
-        ]
-        for c, (side, x) in enumerate((("user", user), ("agent", agent)))
-    }
-    return {"segments": segs, "duration_s": len(user) / sr, "detector": detector}
 
 
 def _truth_times(
@@ -444,7 +139,7 @@ def _truth_times(
     A truth event names its segment in ``data.segment_id``, or by an ``utterance_id`` equal to
     a segment id (the convention of ``task.py``).
     """
-    from voxeval.suites.duplex.ledger import session_ns
+    from voxeval.suites.duplex.evidence.ledger import session_ns
 
     starts: dict[str, float] = {}
     stops: dict[str, float] = {}
@@ -525,7 +220,7 @@ def _acoustic_events(
     ordering keeps it at its measured time instead of after the truth event (a detector edge
     a millisecond before the truth onset is not a causality violation). Returns the events and
     ``{segment_id: acoustic_id}``."""
-    from voxeval.suites.duplex.acoustic import PRODUCER
+    from voxeval.suites.duplex.evidence.acoustic import PRODUCER
 
     events: list[Event] = []
     alignment: dict[str, str] = {}
@@ -575,27 +270,31 @@ def _excused(p: Problem, features: bool) -> bool:
     if not features:
         return False
     name = Path(p.file).name
-    return name in _WAVS and "missing" in p.message
+    return name in BUNDLE_WAVS and "missing" in p.message
 
 
 def score_bundle_folder(
     folder: str | Path, *, key: str | None = None, detector: str = "silero"
 ) -> BundleScore:
     """Score one bundle folder (see the module docstring); raises ``BundleError``."""
-    from voxeval.suites.duplex.ledger import order_by_causality, producer_clocks, session_ns
-    from voxeval.suites.duplex.metrics import (
-        DEFAULT_PAIRS,
-        MetricAccumulator,
-        NonMonotonicTimestampWarning,
-        SessionMeta,
+    from voxeval.contracts.duplex.evidence import derive_evidence_level
+    from voxeval.suites.duplex.evidence.ledger import (
+        order_by_causality,
+        producer_clocks,
+        session_ns,
     )
-    from voxeval.suites.duplex.schema import derive_evidence_level
-    from voxeval.suites.duplex.validate import (
+    from voxeval.suites.duplex.evidence.validate import (
         AUDIO_SPAN_TOLERANCE_MS,
         DuplexInputError,
         load_scenario,
         validate_bundle,
         validate_manifest,
+    )
+    from voxeval.suites.duplex.scoring.latency import (
+        DEFAULT_PAIRS,
+        MetricAccumulator,
+        NonMonotonicTimestampWarning,
+        SessionMeta,
     )
 
     folder = Path(folder)
@@ -612,7 +311,7 @@ def score_bundle_folder(
         text = "; ".join(p.format() for p in errors[:5])
         raise BundleError("invalid-manifest", f"invalid manifest: {text}", mprobs)
     sid = manifest.session_id
-    key = key or _safe_key(sid)
+    key = key or safe_key(sid)
     has_features = (folder / FEATURES_FILE).is_file() and not (
         (folder / "input.wav").is_file() and (folder / "output.wav").is_file()
     )
@@ -620,7 +319,7 @@ def score_bundle_folder(
     lpath = folder / "events.jsonl"
     if not lpath.is_file():
         raise BundleError("no-ledger", f"{lpath}: required bundle file missing", problems)
-    ledger = _read_ledger(lpath, sid)
+    ledger = read_bundle_ledger(lpath, sid)
     if not ledger.events:
         why = (
             f"{ledger.malformed} malformed line(s)"
@@ -644,7 +343,7 @@ def score_bundle_folder(
     # ---- audio: segments of both sides
     features: dict[str, Any] | None = None
     if has_features:
-        features = _load_features(folder)
+        features = load_features(folder)
         seg_out: dict[str, Any] = {
             "segments": features["segments"],
             "duration_s": float(features["duration_s"]),
@@ -652,7 +351,7 @@ def score_bundle_folder(
         }
         segments_source = FEATURES_FILE
     else:
-        seg_out, notes = _segments_from_audio(folder, detector)
+        seg_out, notes = segments_from_audio(folder, detector)
         problems += notes
         segments_source = "audio"
     duration_s = float(seg_out["duration_s"])
@@ -753,7 +452,7 @@ def score_bundle_folder(
             )
         )
     if scenario is not None:
-        from voxeval.suites.duplex.task import (
+        from voxeval.suites.duplex.scoring.task import (
             load_final_state,
             load_tool_audit,
             score_task,
@@ -787,8 +486,8 @@ def score_bundle_folder(
     else:
         notes_out.append("task and side effects not scored: no valid scenario.yaml")
 
-    from voxeval.suites.duplex.recovery import history_slice, recovery_slice
-    from voxeval.suites.duplex.task import UtteranceLinks
+    from voxeval.suites.duplex.scoring.recovery import history_slice, recovery_slice
+    from voxeval.suites.duplex.scoring.task import UtteranceLinks
 
     rel = [(e, (session_ns(e, clocks) - origin) / 1e9) for e in base_events]
     links = UtteranceLinks(rel)
@@ -885,7 +584,7 @@ def score_bundle_folder(
             },
             "markers": _markers(rel),
             "notes": notes_out,
-            "problems": [_problem_dict(p) for p in problems],
+            "problems": [problem_dict(p) for p in problems],
             "integrity": "errors"
             if "error" in severities
             else "warnings"
@@ -916,7 +615,7 @@ def _after_break(
 ) -> dict[str, Any]:
     """``history_consistency`` and ``recovery_accuracy`` cases of the session (``recovery.py``:
     definitions, denominators, tolerance), as the record keeps them."""
-    from voxeval.suites.duplex.recovery import (
+    from voxeval.suites.duplex.scoring.recovery import (
         HISTORY_DEFINITION,
         HISTORY_TOLERANCE_MS,
         RECOVERY_DEFINITION,
@@ -1073,7 +772,7 @@ def _median(xs: Sequence[float]) -> float | None:
 
 def analysis_of(key: str, output: Mapping[str, Any]) -> Any:
     """``turns.analyze_call`` of a record's stored segments and labels (pure)."""
-    from voxeval.suites.duplex.turns import analyze_call
+    from voxeval.suites.duplex.scoring.turns import analyze_call
 
     segs = output["segments"]
     return analyze_call(
@@ -1088,7 +787,7 @@ def analysis_of(key: str, output: Mapping[str, Any]) -> Any:
 
 def session_meta_of(output: Mapping[str, Any]) -> Any:
     """The ``metrics.SessionMeta`` of a record (split fields only)."""
-    from voxeval.suites.duplex.metrics import SessionMeta
+    from voxeval.suites.duplex.scoring.latency import SessionMeta
 
     m = output.get("meta") or {}
     return SessionMeta(
@@ -1103,7 +802,7 @@ def session_meta_of(output: Mapping[str, Any]) -> Any:
 
 def pairs_of(key: str, output: Mapping[str, Any]) -> list[Any]:
     """The record's latency pairs as ``metrics.LatencyPair`` (session id = the run key)."""
-    from voxeval.suites.duplex.metrics import LatencyPair
+    from voxeval.suites.duplex.scoring.latency import LatencyPair
 
     block = output.get("pairs") or {}
     fields = list(block.get("fields") or PAIR_FIELDS)
@@ -1131,363 +830,14 @@ def pairs_of(key: str, output: Mapping[str, Any]) -> list[Any]:
 
 # --------------------------------------------------------------------------- behaviour slices
 
-_STOP_ACTIONS = frozenset({"interrupt", "pause"})
-_KEEP_ACTIONS = frozenset({"continue", "ignore", "backchannel"})
-_HEARD_TYPES = ("vad.speech_started", "asr.partial", "asr.final")
-_CANCEL_TYPES = ("response.cancelled", "playback.stopped", "playback.interrupted")
-
-
-def _failure_kind(expected: str, observed: str, point: str) -> str:
-    """``missed_stop`` | ``false_stop`` | ``no_response`` | ``unwanted_response`` | ``other``."""
-    if observed == "continue" and (
-        expected in _STOP_ACTIONS or (expected == "listen" and point == "overlap")
-    ):
-        return "missed_stop"
-    if expected in _KEEP_ACTIONS and observed in _STOP_ACTIONS:
-        return "false_stop"
-    if expected == "respond" and observed == "listen":
-        return "no_response"
-    if expected in ("listen", "ignore") and observed == "respond":
-        return "unwanted_response"
-    return "other"
-
-
-def _is_cancel(e: Event) -> bool:
-    return e.event_type in _CANCEL_TYPES or (
-        e.event_type == "response.done" and str(e.data.get("status")) == "cancelled"
-    )
-
-
-def behaviour_slice(
-    decision: Mapping[str, Any],
-    analysis: Any,
-    events: Sequence[tuple[Event, float]],
-    *,
-    links: UtteranceLinks | None = None,
-) -> dict[str, Any]:
-    """Causal slice of a wrong turn decision, from the outcome back to the input audio.
-
-    ``decision``: a ``turns.Decision`` as a dict; ``events``: the ledger's events with their
-    time in audio seconds; ``links``: a ``task.UtteranceLinks`` of the same events (built
-    here when not given). The chain is: the outcome (the decision point), the scenario
-    segment labelled there (if any), the agent utterance(s) that heard that segment (linked
-    by the rule of ``task.UtteranceLinks``: by id, else by time overlap of the agent
-    utterance's VAD/ASR span with the segment's truth span; the step says which and the
-    overlap), the user sound (input audio span), the agent burst it met, and the ledger
-    events in the window ``[t - 0.2 s, t + FAILURE_WINDOW_S]`` (to the censoring time for an
-    unanswered turn). Where a gate reads VAD, ASR or decision events, those of the linked
-    utterance(s) are preferred; *heard* is judged by the link itself when it can be (the
-    segment has a truth span and the agent's VAD/ASR events carry utterance ids), else by
-    any such event in the window. Gates, in order, each ``True``/``False``/``None``
-    (not assessable from this ledger):
-
-    - the agent should have stopped (``missed_stop``): *heard* (a ``vad.speech_started`` or
-      ``asr.*`` event in the window; perception), *decided* (a ``turn.decision`` with a
-      yielding action; decision), *acted* (``response.cancelled``, ``response.done``
-      cancelled, ``playback.stopped/interrupted``; control), *silent* (the agent's audio
-      stopped; false by the outcome; playback);
-    - the agent should have kept talking (``false_stop``): *decided* (no ``turn.decision`` to
-      interrupt or pause), *not cancelled* (no cancel or stop event), *audio kept* (false by
-      the outcome: the audio stopped with nothing in the ledger asking for it; playback;
-      not assessable when ``playback.completed`` shows the response simply ended);
-    - the agent should have answered (``no_response``): *heard* (``vad.speech_stopped``),
-      *decided* (``turn.decision`` respond or ``response.created``), *acted*
-      (``playback.started``), *audible* (false by the outcome);
-    - the agent should have waited (``unwanted_response``): *decided to wait* (false when a
-      ``response.created`` or a ``turn.decision`` to respond falls in the window).
-
-    The layer is that of the first failing gate; with none failing the root cause is
-    unknown.
-    """
-    from voxeval.suites.duplex.task import UNKNOWN_ROOT_CAUSE, UtteranceLinks
-
-    if links is None:
-        links = UtteranceLinks(events)
-    point, ref = str(decision["point"]), str(decision["ref"])
-    expected, observed = str(decision["expected"]), str(decision["observed"])
-    t0 = float(decision["time_s"])
-    kind = _failure_kind(expected, observed, point)
-    chain: list[dict[str, Any]] = [
-        {
-            "step": "outcome",
-            "id": decision["id"],
-            "note": f"{point} at {t0:.3f} s: expected {expected}, observed {observed}",
-        }
-    ]
-    sound = label = burst = None
-    t_end = t0 + FAILURE_WINDOW_S
-    ev = next((e for e in analysis.events if e.id == ref), None)
-    if ev is not None:
-        sound = next((s for s in analysis.sounds if s.id == ev.sound), None)
-        if ev.agent_burst:
-            burst = next((b for b in analysis.bursts if b.id == ev.agent_burst), None)
-    pause = next((p for p in analysis.pauses if p.id == ref), None)
-    take = next((t for t in analysis.takeovers if t.id == ref), None)
-    turn = next((t for t in analysis.turns if t.id == ref), None)
-    if pause is not None and pause.takeover:
-        take = next((t for t in analysis.takeovers if t.id == pause.takeover), None)
-    if take is not None:
-        burst = next((b for b in analysis.bursts if b.id == take.burst), None)
-        t_end = max(t_end, take.agent_onset_s + 0.2)
-    if turn is not None:
-        last = next((s for s in analysis.sounds if s.id == turn.sounds[-1]), None)
-        sound = last
-        if turn.censored_after_ms is not None:
-            t_end = max(t_end, turn.end_s + turn.censored_after_ms / 1000.0)
-    if sound is not None and sound.label:
-        label = sound.label
-    linked: list[UtteranceLink] = []
-    if label:
-        chain.append({"step": "segment", "id": label, "note": "scenario segment (label)"})
-        linked = links.utterances_for(label)
-        if linked:
-            note = linked[0].note()
-            if len(linked) > 1:
-                note += "; also " + ", ".join(
-                    f"{lk.utterance_id} ({lk.overlap_ms or 0:.0f} ms)" for lk in linked[1:]
-                )
-            chain.append(
-                {
-                    "step": "utterance",
-                    "id": linked[0].utterance_id,
-                    "link": linked[0].how,
-                    "overlap_ms": linked[0].overlap_ms,
-                    "also": [lk.to_dict() for lk in linked[1:]],
-                    "note": note,
-                }
-            )
-        elif links.segment_span(label) is not None and links.spans:
-            chain.append(
-                {
-                    "step": "utterance",
-                    "id": None,
-                    "note": f"no agent utterance overlaps segment {label}'s truth span",
-                }
-            )
-    heard_by = {lk.utterance_id for lk in linked}
-    # the link decides *heard* when the segment is timed and the agent's VAD/ASR carry ids
-    link_judges = (
-        label is not None and links.segment_span(str(label)) is not None and bool(links.spans)
-    )
-    if sound is not None:
-        chain.append(
-            {
-                "step": "input",
-                "id": sound.id,
-                "start_s": sound.start_s,
-                "end_s": sound.end_s,
-                "note": f"user-side {sound.kind} ({sound.kind_source})",
-            }
-        )
-    if burst is not None:
-        chain.append(
-            {
-                "step": "agent",
-                "id": burst.id,
-                "start_s": burst.start_s,
-                "end_s": burst.end_s,
-                "note": f"agent burst ({burst.role})",
-            }
-        )
-    t_start = t0 - 0.2
-    if pause is not None:
-        t_start = pause.start_s - 0.2
-    win = [(e, t) for e, t in events if t_start <= t <= t_end]
-    for e, t in win:
-        if e.event_type.startswith(MARKER_TYPES) and e.event_type != "tts.chunk":
-            chain.append(
-                {"step": "ledger", "id": e.event_id, "type": e.event_type, "t_s": round(t, 4)}
-            )
-    types = {e.event_type for e, _ in events}
-    has_decisions = "turn.decision" in types
-
-    def find(pred: Callable[[Event], bool]) -> Event | None:
-        """The first window event matching, those of the linked utterance(s) first."""
-        if heard_by:
-            own = next((e for e, _ in win if pred(e) and e.utterance_id in heard_by), None)
-            if own is not None:
-                return own
-        return next((e for e, _ in win if pred(e)), None)
-
-    def heard_gate(pred: Callable[[Event], bool], kinds: set[str], missing: str) -> None:
-        if link_judges:
-            ev = next(
-                (e for e, _ in events if pred(e) and e.utterance_id in heard_by),
-                None,
-            )
-            if ev is not None:
-                note = f"{ev.event_type} {ev.event_id} of {ev.utterance_id} ({linked[0].note()})"
-            elif heard_by:
-                note = f"{linked[0].note()}, but it has no {' / '.join(sorted(kinds))}"
-            else:
-                note = f"no agent utterance overlaps segment {label}'s truth span: {missing}"
-                nxt = links.next_after(str(label))
-                if nxt is not None:
-                    note += f" (the next one, {nxt[0]}, starts {nxt[1]:.3f} s after its end)"
-            gates.append(("heard", "perception", ev is not None, note))
-            return
-        ev = find(pred)
-        gates.append(
-            (
-                "heard",
-                "perception",
-                ev is not None if types & kinds else None,
-                f"{ev.event_type} {ev.event_id}" if ev else missing,
-            )
-        )
-
-    gates: list[tuple[str, str, bool | None, str]] = []
-    if kind == "missed_stop":
-        heard_gate(
-            lambda e: e.event_type in _HEARD_TYPES,
-            set(_HEARD_TYPES),
-            "no VAD/ASR event after the onset",
-        )
-        dec = find(lambda e: e.event_type == "turn.decision")
-        if not has_decisions:
-            gates.append(("decided", "decision", None, "the ledger has no turn.decision events"))
-        else:
-            action = str(dec.data.get("action")) if dec else None
-            ok = action in _STOP_ACTIONS | {"listen"}
-            gates.append(
-                (
-                    "decided",
-                    "decision",
-                    ok,
-                    f"turn.decision {action!r}" if dec else "no turn.decision",
-                )
-            )
-        cancel = find(_is_cancel)
-        gates.append(
-            (
-                "acted",
-                "control",
-                cancel is not None,
-                f"{cancel.event_type} {cancel.event_id}"
-                if cancel
-                else "no cancel or playback stop",
-            )
-        )
-        gates.append(("silent", "playback", False, "the agent's audio kept going (acoustic)"))
-    elif kind == "false_stop":
-        dec = find(lambda e: e.event_type == "turn.decision")
-        if dec is None:
-            gates.append(
-                (
-                    "decided",
-                    "decision",
-                    None if not has_decisions else True,
-                    "no turn.decision in the window",
-                )
-            )
-        else:
-            action = str(dec.data.get("action"))
-            gates.append(
-                ("decided", "decision", action not in _STOP_ACTIONS, f"turn.decision {action!r}")
-            )
-        cancel = find(_is_cancel)
-        gates.append(
-            (
-                "not_cancelled",
-                "control",
-                cancel is None,
-                f"{cancel.event_type} {cancel.event_id}" if cancel else "no cancel or stop event",
-            )
-        )
-        done = find(lambda e: e.event_type == "playback.completed")
-        gates.append(
-            (
-                "audio_kept",
-                "playback",
-                None if done is not None else False,
-                "playback.completed: the response ended by itself"
-                if done is not None
-                else "the agent's audio stopped (acoustic)",
-            )
-        )
-    elif kind == "no_response":
-        heard_gate(
-            lambda e: e.event_type == "vad.speech_stopped",
-            {"vad.speech_stopped"},
-            "no end of speech detected",
-        )
-        dec = find(
-            lambda e: (
-                e.event_type == "response.created"
-                or (e.event_type == "turn.decision" and str(e.data.get("action")) == "respond")
-            )
-        )
-        gates.append(
-            (
-                "decided",
-                "decision",
-                dec is not None,
-                f"{dec.event_type} {dec.event_id}" if dec else "no response.created or decision",
-            )
-        )
-        play = find(lambda e: e.event_type == "playback.started")
-        gates.append(
-            (
-                "acted",
-                "control",
-                play is not None,
-                f"playback.started {play.event_id}" if play else "no playback.started",
-            )
-        )
-        gates.append(("audible", "playback", False, "no agent audio (acoustic)"))
-    elif kind == "unwanted_response":
-        dec = find(
-            lambda e: (
-                e.event_type == "response.created"
-                or (e.event_type == "turn.decision" and str(e.data.get("action")) == "respond")
-            )
-        )
-        gates.append(
-            (
-                "decided_wait",
-                "decision",
-                False if dec is not None else None,
-                f"{dec.event_type} {dec.event_id} while the user held the turn"
-                if dec
-                else "no decision event in the window",
-            )
-        )
-    stop = next((i for i, g in enumerate(gates) if g[2] is False), len(gates))
-    passing = [g for g in gates[:stop] if g[2] is True]
-    failing = next((g for g in gates if g[2] is False), None)
-    out: dict[str, Any] = {
-        "kind": "behaviour",
-        "check": f"behaviour:{kind}",
-        "decision": dict(decision),
-        "time_s": round(t0, 4),
-        "window_s": [round(t_start, 4), round(t_end, 4)],
-        "trigger": {
-            "segment_id": label,
-            "sound": sound.id if sound else None,
-            "utterances": [lk.utterance_id for lk in linked],
-        },
-        "chain": chain,
-        "event_ids": [c["id"] for c in chain if c["step"] == "ledger"],
-        "gates": [{"gate": g[0], "layer": g[1], "passed": g[2], "note": g[3]} for g in gates],
-        "last_passing_gate": passing[-1][0] if passing else None,
-        "first_failing_gate": failing[0] if failing else None,
-        "layer": failing[1] if failing else "unknown",
-        "root_cause": failing[1] if failing else UNKNOWN_ROOT_CAUSE,
-        "reason": failing[3] if failing else "no gate failed: the ledger does not explain it",
-    }
-    return out
-
-
-# --------------------------------------------------------------------------- a run
-
 
 def scoring_config(detector: str) -> dict[str, Any]:
     """What decides how bundles are scored (part of every bundle run's config and its resume
     fingerprint): the detector and the versions of every scorer."""
-    from voxeval.suites.duplex.acoustic import detector_info
-    from voxeval.suites.duplex.metrics import METRICS_VERSION as LEDGER_METRICS_VERSION
-    from voxeval.suites.duplex.task import TASK_METRICS_VERSION
-    from voxeval.suites.duplex.turns import TURNS_VERSION
+    from voxeval.suites.duplex.evidence.acoustic import detector_info
+    from voxeval.suites.duplex.scoring.latency import METRICS_VERSION as LEDGER_METRICS_VERSION
+    from voxeval.suites.duplex.scoring.task import TASK_METRICS_VERSION
+    from voxeval.suites.duplex.scoring.turns import TURNS_VERSION
 
     return {
         "detector": detector_info(detector),
@@ -1514,7 +864,7 @@ def score_ref(
     folder = ref.path
     try:
         if redact is not None and ref.stored:
-            from voxeval.suites.duplex.redact import redact_bundle
+            from voxeval.suites.duplex.evidence.redact import redact_bundle
 
             folder = store.path / ref.stored
             redact_bundle(ref.path, folder, detector=detector, **dict(redact))
@@ -1541,7 +891,7 @@ def score_ref(
             "source": str(ref.path),
             "repeat": ref.repeat,
             "unit": ref.unit,
-            "problems": [_problem_dict(p) for p in exc.problems],
+            "problems": [problem_dict(p) for p in exc.problems],
         }
     rec.started_at, rec.ended_at = started, utc_now()
     return rec

@@ -57,13 +57,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from voxeval.contracts.duplex.evidence import REDACTION_VERSION
 from voxeval.core.runstore import utc_now
 
 __all__ = [
     "ENVELOPE_FLOOR_DB",
     "ENVELOPE_HOP_MS",
     "PERSONAL_DATA_RULE_VERSION",
-    "REDACTION_VERSION",
     "TEXT_KEYS",
     "TOOL_PAYLOAD_KEYS",
     "PersonalDataMasker",
@@ -73,7 +73,6 @@ __all__ = [
     "redact_bundle",
 ]
 
-REDACTION_VERSION = 1
 ENVELOPE_HOP_MS = 10
 ENVELOPE_FLOOR_DB = -120.0
 TEXT_KEYS = ("text", "transcript", "delta")
@@ -344,7 +343,7 @@ def _norm(value: Any) -> str | None:
     """The canonical form the task checks compare (``task.normalize_value``) of a maskable
     scalar, or None for what is never masked (booleans, None, empty text, containers,
     tokens)."""
-    from voxeval.suites.duplex.task import normalize_value
+    from voxeval.suites.duplex.scoring.task import normalize_value
 
     if value is None or isinstance(value, bool):
         return None
@@ -657,7 +656,7 @@ def _tool_audit_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable
 
 
 def _final_state_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Any], None]]]:
-    from voxeval.suites.duplex.task import META_KEY
+    from voxeval.suites.duplex.scoring.task import META_KEY
 
     state = {k: v for k, v in doc.items() if k != META_KEY}
 
@@ -781,9 +780,10 @@ def redact_bundle(
     Raises ``bundle.BundleError`` when ``src`` has no valid manifest or no audio to derive
     features from; ``dst`` is then removed, so no partial copy is left.
     """
-    from voxeval.suites.duplex.bundle import FEATURES_FILE, BundleError
-    from voxeval.suites.duplex.schema import derive_evidence_level, file_entry
-    from voxeval.suites.duplex.validate import validate_manifest
+    from voxeval.contracts.duplex.evidence import FEATURES_FILE, derive_evidence_level
+    from voxeval.contracts.duplex.manifest import file_entry
+    from voxeval.suites.duplex.evidence.bundle_io import BundleError
+    from voxeval.suites.duplex.evidence.validate import validate_manifest
 
     if transcripts not in ("mask", "drop", "keep"):
         raise ValueError(f"transcripts must be mask, drop or keep, not {transcripts!r}")
@@ -876,11 +876,11 @@ def redact_bundle(
 
 def _features(src: Path, detector: str) -> dict[str, Any]:
     """``features.json`` content: segments, duration and the 10 ms loudness envelopes."""
-    from voxeval.suites.duplex.acoustic import detector_info
-    from voxeval.suites.duplex.bundle import _load_sides, _segments_of
+    from voxeval.suites.duplex.evidence.acoustic import detector_info
+    from voxeval.suites.duplex.evidence.bundle_io import load_sides, segments_of
 
-    user, agent, sr, _ = _load_sides(src)
-    seg_out = _segments_of(user, agent, sr, detector)
+    user, agent, sr, _ = load_sides(src)
+    seg_out = segments_of(user, agent, sr, detector)
     info = detector_info(detector)
     return {
         "version": REDACTION_VERSION,

@@ -94,16 +94,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.manifest import BundleManifest
+from voxeval.contracts.duplex.scenario import Scenario
+from voxeval.contracts.duplex.vocabulary import CLOCK_EVENT_TYPE, Role
 from voxeval.stats.percentiles import LatencyValue, summarize_values
-from voxeval.suites.duplex.ledger import order_by_causality, producer_clocks, session_ns
-from voxeval.suites.duplex.schema import (
-    CLOCK_EVENT_TYPE,
-    BundleManifest,
-    Event,
-    ProducerClock,
-    Role,
-    Scenario,
-)
+from voxeval.suites.duplex.evidence.ledger import order_by_causality, producer_clocks, session_ns
 
 __all__ = [
     "ALL_SPLIT_FIELDS",

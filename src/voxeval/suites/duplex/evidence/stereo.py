@@ -94,7 +94,7 @@ def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
 
 def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
     """Detect both channels' segments; returns the record ``output`` (segments, duration)."""
-    from voxeval.suites.duplex.acoustic import detect_segments
+    from voxeval.suites.duplex.evidence.acoustic import detect_segments
 
     user, agent, sr = load_channels(call)
     segs = {
@@ -114,7 +114,7 @@ def analyze_output(
     call_id: str, output: dict[str, Any], labels: Sequence[dict[str, Any]] = ()
 ) -> Any:
     """The turn-taking analysis of stored segments (pure; what reports recompute)."""
-    from voxeval.suites.duplex.turns import analyze_call
+    from voxeval.suites.duplex.scoring.turns import analyze_call
 
     segs = output["segments"]
     return analyze_call(
@@ -136,7 +136,7 @@ def score_calls(
     write_reports: bool = True,
 ) -> RunStore:
     """Segment and analyse every call into ``out/<run_id>/``; a bad call is an error record."""
-    from voxeval.suites.duplex.acoustic import detector_info
+    from voxeval.suites.duplex.evidence.acoustic import detector_info
 
     ids = [c.id for c in calls]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

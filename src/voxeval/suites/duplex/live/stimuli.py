@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from voxeval.contracts.duplex.scenario import Generate, GenerateKind, Scenario, Segment
 from voxeval.core.audio import Audio, load_audio, resample
 from voxeval.core.errors import AudioError, BackendUnavailable, InputError
-from voxeval.suites.duplex.schema import Generate, GenerateKind, Scenario, Segment
 
 __all__ = [
     "AUDIO_EXTENSIONS",

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.suites.duplex.live.agent_api import (
+from voxeval.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,

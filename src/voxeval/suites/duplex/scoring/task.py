@@ -63,10 +63,12 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from voxeval.contracts.duplex.event import Event
+from voxeval.contracts.duplex.scenario import Scenario, Segment, Tool
+from voxeval.contracts.duplex.vocabulary import Intent, Role, TaskAction
 from voxeval.core.errors import InputError
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.ledger import order_by_causality, producer_clocks, session_ns
-from voxeval.suites.duplex.schema import Event, Intent, Role, Scenario, Segment, TaskAction, Tool
+from voxeval.suites.duplex.evidence.ledger import order_by_causality, producer_clocks, session_ns
 
 __all__ = [
     "CHECKS",
@@ -1785,8 +1787,8 @@ def _session_of(events: Sequence[Event]) -> str | None:
 def score_bundle(folder: str | Path, scenario: Scenario | None = None) -> TaskResult:
     """``score_task`` on a bundle folder (``scenario.yaml``, ``final-state.json``,
     ``tool-audit.json``, ``events.jsonl``; the last three are optional)."""
-    from voxeval.suites.duplex.ledger import iter_valid_events
-    from voxeval.suites.duplex.validate import load_scenario
+    from voxeval.suites.duplex.evidence.ledger import iter_valid_events
+    from voxeval.suites.duplex.evidence.validate import load_scenario
 
     root = Path(folder)
     sc = scenario if scenario is not None else load_scenario(root / "scenario.yaml")

@@ -19,40 +19,45 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from voxeval.core import yamlload
-from voxeval.core.errors import InputError
-from voxeval.suites.duplex.ledger import read_events
-from voxeval.suites.duplex.schema import (
-    CLOCK_EVENT_TYPE,
-    DEFAULT_MIN_N,
-    DEFER_CROSS_CHECKS,
+from voxeval.contracts.duplex.common import DEFER_CROSS_CHECKS, Loc, Problem
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.contracts.duplex.evidence import (
+    SELF_DECLARED_LEVEL_KEYS,
+    assess_evidence,
+    check_redaction,
+    read_features,
+)
+from voxeval.contracts.duplex.manifest import (
     EXPECTED_CHANNELS,
     OPTIONAL_BUNDLE_FILES,
     REQUIRED_BUNDLE_FILES,
-    SELF_DECLARED_LEVEL_KEYS,
-    AcceptanceMatrix,
     BundleManifest,
-    Category,
-    Event,
-    Intent,
-    Loc,
-    Problem,
-    ProducerClock,
-    Role,
+    sha256_file,
+)
+from voxeval.contracts.duplex.matrix import (
+    DEFAULT_MIN_N,
+    AcceptanceMatrix,
+    Statistic,
+    matrix_cross_checks,
+)
+from voxeval.contracts.duplex.scenario import (
     Scenario,
     Segment,
-    Statistic,
-    TurnAction,
-    assess_evidence,
-    check_redaction,
-    is_known_event_type,
-    matrix_cross_checks,
-    read_features,
     scenario_cross_checks,
     segment_cross_checks,
-    sha256_file,
+)
+from voxeval.contracts.duplex.vocabulary import (
+    CLOCK_EVENT_TYPE,
+    Category,
+    Intent,
+    Role,
+    TurnAction,
+    is_known_event_type,
     unknown_event_hint,
 )
+from voxeval.core import yamlload
+from voxeval.core.errors import InputError
+from voxeval.suites.duplex.evidence.ledger import read_events
 
 __all__ = [
     "AUDIO_SPAN_TOLERANCE_MS",

@@ -1,0 +1,122 @@
+"""Write the duplex goldens (report.json, gate.json) from a checkout of the code to compare with.
+
+The committed goldens were made on 78ed857 (before the duplex typed-chain redesign):
+
+    git worktree add /tmp/g78 78ed857
+    cd /tmp/g78 && PYTHONPATH=src python /work/main/tests/golden/duplex/make_goldens.py /tmp/gold
+
+Four cases, each a report.json and a gate.json of the example matrix with a baseline:
+``careful`` and ``naive`` (the reference agent's two policies over the default scenario set,
+virtual clock, zero compute, seed 0; each is the other's baseline), ``stereo`` (one call of
+the duplex truth kit scored with ``duplex score --stereo``; a second call is its baseline) and
+``realtime`` (the Realtime log of tests/suites/duplex/test_realtime_import.py imported, its
+latency pairs summarised).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[2]
+KIT = REPO.parent / "shared" / "duplex_truth_dev" / "wav"
+MATRIX = "src/voxeval/suites/duplex/data/example_matrix.yaml"
+
+
+def voxeval(*args: str) -> Path:
+    out = subprocess.run(
+        [sys.executable, "-m", "voxeval.cli.main", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode not in (0, 1):
+        raise SystemExit(out.stderr)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def save(name: str, text: str) -> None:
+    """Goldens are gzipped (report.json of a whole scenario set is over a megabyte)."""
+    with gzip.open(HERE / f"{name}.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
+        fh.write(text)
+
+
+def gate(run: Path, baseline: Path, name: str, work: Path) -> None:
+    folder = voxeval(
+        "duplex",
+        "gate",
+        str(run),
+        "--matrix",
+        MATRIX,
+        "--baseline",
+        str(baseline),
+        "--out",
+        str(work / f"gate-{name}"),
+    )
+    save(f"{name}.gate.json", (folder / "gate.json").read_text())
+
+
+def main(work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for policy in ("careful", "naive"):
+        done = sorted(p for p in (work / policy).glob("duplex-*") if (p / "report.json").is_file())
+        if done:  # a run made earlier by this script with the same code
+            runs[policy] = done[-1]
+            continue
+        runs[policy] = voxeval(
+            "duplex",
+            "run",
+            "--scenarios",
+            "default",
+            "--agent",
+            f"reference:{policy}",
+            "--compute",
+            "zero",
+            "--seed",
+            "0",
+            "--out",
+            str(work / policy),
+        )
+    calls = {}
+    for name in ("d02_bargein_cut_200", "d03_bargein_cut_450"):
+        calls[name] = voxeval(
+            "duplex", "score", "--stereo", str(KIT / f"{name}.wav"), "--out", str(work / name)
+        )
+    for name, run in (
+        ("careful", runs["careful"]),
+        ("naive", runs["naive"]),
+        ("stereo", calls["d02_bargein_cut_200"]),
+    ):
+        save(f"{name}.report.json", (run / "report.json").read_text())
+    gate(runs["careful"], runs["naive"], "careful", work)
+    gate(runs["naive"], runs["careful"], "naive", work)
+    gate(calls["d02_bargein_cut_200"], calls["d03_bargein_cut_450"], "stereo", work)
+    realtime(work)
+
+
+def realtime(work: Path) -> None:
+    sys.path.insert(0, str(Path.cwd()))  # the tests of the checkout being measured
+    from tests.suites.duplex.test_realtime_import import ga_session, write_wrapped
+
+    # the module names of the checkout the goldens are made on (78ed857)
+    import_realtime_log = importlib.import_module(
+        "voxeval.suites.duplex.realtime_import"
+    ).import_realtime_log
+    metrics = importlib.import_module("voxeval.suites.duplex.metrics")
+    pairs_from_events, summarize = metrics.pairs_from_events, metrics.summarize
+
+    log = write_wrapped(work / "ga.jsonl", ga_session())
+    result = import_realtime_log(log)
+    pairs = pairs_from_events(result.events)
+    doc = {"stats": result.stats, "summary": summarize(pairs, split_by=())}
+    save("realtime.report.json", json.dumps(doc, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

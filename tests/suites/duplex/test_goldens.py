@@ -1,0 +1,143 @@
+"""Figures of the duplex wing against goldens made before the typed-chain redesign (78ed857).
+
+``tests/golden/duplex/make_goldens.py`` says how the goldens were made: report.json and
+gate.json (example matrix, with a baseline) of the reference agent's careful and naive runs
+over the default scenario set (virtual clock, zero compute, seed 0), of one two-channel call
+scored with ``duplex score --stereo`` and of an imported Realtime log. Each test makes the same
+documents with the code of today and compares every scalar leaf (numbers to 1e-9 relative);
+lists of objects are matched by their id. Leaves that name a run or a moment (run ids, clock
+times, versions) are not figures and are left out; the figures that were meant to move are
+listed in ``CHANGED`` with the reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import SHARED
+from tests.helpers.duplex import default_set_run
+from tests.reference.test_fault_injection import _needs_speech_stack
+from voxeval.cli.main import cli
+
+GOLDEN = Path(__file__).parents[2] / "golden" / "duplex"
+KIT = SHARED / "duplex_truth_dev" / "wav"
+MATRIX = Path(__file__).parents[3] / "src/voxeval/suites/duplex/data/example_matrix.yaml"
+ID_FIELDS = ("id", "key", "gate_id", "metric", "name", "session_id", "system")
+VOLATILE = frozenset(
+    {"generated_at", "run_id", "baseline_run_id", "versions", "path", "run_dir", "source"}
+)
+"""Leaves named so identify a run or a moment, not a figure."""
+CHANGED: dict[str, str] = {}
+"""Leaf path prefix -> why its figure was meant to move."""
+
+
+def leaves(doc: Any, path: str = "") -> dict[str, Any]:
+    """Scalar leaves by path; a list of objects is keyed by the first id field they carry."""
+    out: dict[str, Any] = {}
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if key not in VOLATILE:
+                out.update(leaves(value, f"{path}.{key}" if path else str(key)))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            tag: Any = i
+            if isinstance(value, dict):
+                tag = next(
+                    (f"{f}={value[f]}" for f in ID_FIELDS if isinstance(value.get(f), str)), i
+                )
+            out.update(leaves(value, f"{path}[{tag}]"))
+    else:
+        out[path] = doc
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b and type(a) is type(b))
+
+
+def differences(golden_name: str, now: Any) -> list[str]:
+    with gzip.open(GOLDEN / f"{golden_name}.gz", "rt", encoding="utf-8") as fh:
+        then = leaves(json.load(fh))
+    current = leaves(now)
+    out = []
+    for path in sorted(set(then) | set(current)):
+        if any(path.startswith(prefix) for prefix in CHANGED):
+            continue
+        a, b = then.get(path, "<absent>"), current.get(path, "<absent>")
+        if not same(a, b):
+            out.append(f"{path}: {a!r} -> {b!r}")
+    return out
+
+
+def assert_same(golden_name: str, now: Any) -> None:
+    diff = differences(golden_name, now)
+    assert not diff, f"{len(diff)} figure(s) of {golden_name} moved:\n" + "\n".join(diff[:40])
+
+
+def invoke(*args: str) -> Path:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code in (0, 1), result.output
+    return Path(result.output.strip().splitlines()[-1])
+
+
+def gate_json(run: Path, baseline: Path, out: Path) -> Any:
+    folder = invoke(
+        "duplex", "gate", str(run), "--matrix", str(MATRIX), "--baseline", str(baseline),
+        "--out", str(out),
+    )  # fmt: skip
+    return json.loads((folder / "gate.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("reference-ranking")
+def test_careful_and_naive_runs_match_their_goldens(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    _needs_speech_stack()
+    runs = {
+        policy: Path(default_set_run(tmp_path_factory, f"reference:{policy}").path)
+        for policy in ("careful", "naive")
+    }
+    for policy, run in runs.items():
+        assert_same(f"{policy}.report.json", json.loads((run / "report.json").read_text()))
+    assert_same("careful.gate.json", gate_json(runs["careful"], runs["naive"], tmp_path))
+    assert_same("naive.gate.json", gate_json(runs["naive"], runs["careful"], tmp_path))
+
+
+@pytest.mark.skipif(not KIT.is_dir(), reason=f"needs ../shared/duplex_truth_dev ({KIT})")
+def test_a_scored_stereo_call_matches_its_golden(tmp_path: Path) -> None:
+    calls = {
+        name: invoke("duplex", "score", "--stereo", str(KIT / f"{name}.wav"), "--out", str(tmp_path / name))
+        for name in ("d02_bargein_cut_200", "d03_bargein_cut_450")
+    }  # fmt: skip
+    run, baseline = calls["d02_bargein_cut_200"], calls["d03_bargein_cut_450"]
+    assert_same("stereo.report.json", json.loads((run / "report.json").read_text()))
+    assert_same("stereo.gate.json", gate_json(run, baseline, tmp_path))
+
+
+def test_an_imported_realtime_log_matches_its_golden(tmp_path: Path) -> None:
+    from tests.suites.duplex.test_realtime_import import ga_session, write_wrapped
+    from voxeval.suites.duplex.evidence.realtime_import import import_realtime_log
+    from voxeval.suites.duplex.scoring.latency import pairs_from_events, summarize
+
+    result = import_realtime_log(write_wrapped(tmp_path / "ga.jsonl", ga_session()))
+    summary = summarize(pairs_from_events(result.events), split_by=())
+    now = json.loads(json.dumps({"stats": result.stats, "summary": summary}, sort_keys=True))
+    assert_same("realtime.report.json", now)
+
+
+def test_the_comparison_sees_a_moved_figure() -> None:
+    with gzip.open(GOLDEN / "stereo.report.json.gz", "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    assert differences("stereo.report.json", doc) == []
+    doc["systems"][0]["overall"] = {"moved": 1.0}
+    assert differences("stereo.report.json", doc)
