@@ -260,7 +260,7 @@ class Metric:
 
 def metrics_of(block: Mapping[str, Any]) -> dict[str, Metric]:
     """Every named metric of a report's system block (its ``metric_rows``) with value and CI."""
-    from voxeval.suites.duplex.report import HIGHER_IS_BETTER
+    from voxeval.contracts.duplex.catalogue import higher_is_better
 
     overall = block["overall"]
     task = overall.get("task") or {}
@@ -293,7 +293,7 @@ def metrics_of(block: Mapping[str, Any]) -> dict[str, Metric]:
                 k,
                 k / n if n else None,
                 (float(lo), float(hi)) if n and lo is not None and hi is not None else None,
-                name in HIGHER_IS_BETTER,
+                higher_is_better(name),
             )
         elif kind == "count":
             e = (task.get("counts") or {}).get(name.removesuffix(" (count)")) or {}

@@ -98,6 +98,35 @@ def schema_cmd(kind: str | None, out: Path | None) -> None:
     click.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
+@duplex.command("metrics")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the Markdown into this file (e.g. docs/metrics.md) instead of printing it.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="The catalogue as JSON, one object per metric."
+)
+def metrics_cmd(out: Path | None, as_json: bool) -> None:
+    """Print the duplex metric catalogue: every metric with its kind, unit, direction,
+    definition, denominator and other names (what gates, reports and docs/metrics.md use)."""
+    import dataclasses
+    import json
+
+    from voxeval.contracts.duplex import catalogue
+
+    if as_json:
+        text = json.dumps([dataclasses.asdict(m) for m in catalogue.CATALOGUE], indent=1) + "\n"
+    else:
+        text = catalogue.markdown()
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    out.write_text(text, encoding="utf-8")
+    click.echo(str(out))
+
+
 @duplex.command("render")
 @click.option(
     "--scenarios",

@@ -1,9 +1,13 @@
 """Write the duplex goldens (report.json, gate.json) from a checkout of the code to compare with.
 
-The committed goldens were made on 78ed857 (before the duplex typed-chain redesign):
+The committed goldens were made on dbc1e82, the last commit before the duplex typed-chain
+redesign began (the issue named 78ed857, main when it was filed; between the two, the demo's
+speed work changed the live stack's audio, e.g. the rendered input of correction-entity-tracking
+is 365120 samples now and was 384960 then, so live runs on 78ed857 are not the baseline of this
+refactor. The stereo and Realtime goldens are the same on both commits):
 
-    git worktree add /tmp/g78 78ed857
-    cd /tmp/g78 && PYTHONPATH=src python /work/main/tests/golden/duplex/make_goldens.py /tmp/gold
+    git worktree add /tmp/gdb dbc1e82
+    cd /tmp/gdb && PYTHONPATH=src python /work/main/tests/golden/duplex/make_goldens.py /tmp/gold
 
 Four cases, each a report.json and a gate.json of the example matrix with a baseline:
 ``careful`` and ``naive`` (the reference agent's two policies over the default scenario set,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,32 @@ KIT = SHARED / "duplex_truth_dev" / "wav"
 MATRIX = Path(__file__).parents[3] / "src/voxeval/suites/duplex/data/example_matrix.yaml"
 ID_FIELDS = ("id", "key", "gate_id", "metric", "name", "session_id", "system")
 VOLATILE = frozenset(
-    {"generated_at", "run_id", "baseline_run_id", "versions", "path", "run_dir", "source"}
+    {
+        "generated_at",
+        "measured_at",
+        "run_id",
+        "baseline_run_id",
+        "versions",
+        "path",
+        "run_dir",
+        "source",
+        "file",
+        "bundle",
+    }
 )
-"""Leaves named so identify a run or a moment, not a figure."""
+"""Leaves named so identify a run, a place or a moment, not a figure."""
+RANDOM_IDS = re.compile(r"[0-9a-f]{32}")
+"""Event ids (uuid4 hex), fresh in every run."""
+RUN_TAG = re.compile(r"-r(\d+)-[0-9a-f]{4}\b")
+"""The run's tag inside a session id (``<scenario>-r<repeat>-<tag>``)."""
+
+
+def normal(value: Any) -> Any:
+    if isinstance(value, str):
+        return RUN_TAG.sub(r"-r\1-<run>", RANDOM_IDS.sub("<id>", value))
+    return value
+
+
 CHANGED: dict[str, str] = {}
 """Leaf path prefix -> why its figure was meant to move."""
 
@@ -46,15 +70,20 @@ def leaves(doc: Any, path: str = "") -> dict[str, Any]:
             if key not in VOLATILE:
                 out.update(leaves(value, f"{path}.{key}" if path else str(key)))
     elif isinstance(doc, list):
+        seen: set[str] = set()
         for i, value in enumerate(doc):
-            tag: Any = i
+            tag = str(i)
             if isinstance(value, dict):
-                tag = next(
-                    (f"{f}={value[f]}" for f in ID_FIELDS if isinstance(value.get(f), str)), i
+                named = next(
+                    (f"{f}={normal(value[f])}" for f in ID_FIELDS if isinstance(value.get(f), str)),
+                    None,
                 )
+                if named is not None and named not in seen and "<id>" not in named:
+                    tag = named
+                    seen.add(named)
             out.update(leaves(value, f"{path}[{tag}]"))
     else:
-        out[path] = doc
+        out[path] = normal(doc)
     return out
 
 
@@ -69,7 +98,7 @@ def differences(golden_name: str, now: Any) -> list[str]:
         then = leaves(json.load(fh))
     current = leaves(now)
     out = []
-    for path in sorted(set(then) | set(current)):
+    for path in sorted(then):  # a new leaf (a new row, a new field) is not a moved figure
         if any(path.startswith(prefix) for prefix in CHANGED):
             continue
         a, b = then.get(path, "<absent>"), current.get(path, "<absent>")

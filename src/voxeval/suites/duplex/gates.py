@@ -63,6 +63,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS, evidence_at_least
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
 from voxeval.stats.intervals import newcombe_diff, paired_bootstrap_ratio_diff, wilson_interval
@@ -70,7 +71,6 @@ from voxeval.stats.percentiles import censored_quantile
 
 __all__ = [
     "GATES_VERSION",
-    "METRIC_ALIASES",
     "PRECEDENCE",
     "BaselineDiff",
     "Check",
@@ -134,75 +134,22 @@ PRECEDENCE: tuple[Recommendation, ...] = (
 )
 """Most severe first: when several actions apply, the first one in this order is recommended."""
 
-METRIC_ALIASES: dict[str, tuple[str, ...]] = {
-    "response_first_audio_ms": (
-        "response_first_audio_ms",  # bundle ledger pair (metrics.DEFAULT_PAIRS)
-        "response_first_audio",
-        "response_latency_ms",  # recordings: end of user turn -> agent audio onset
-    ),
-    "interrupt_stop_ms": (
-        "interrupt_stop_ms",  # bundle ledger pair
-        "interrupt_stop",
-        "barge_in_stop_ms",  # recordings: barge-in onset -> agent audio end
-    ),
-    "backchannel_false_cancel": (
-        "backchannel_false_cancel",
-        "backchannel_false_cancel_rate",
-        "false_yield_rate",  # recordings: stops at overlaps to talk through (backchannels and more)
-    ),
-    "bystander_false_response_per_hour": (
-        "bystander_false_response_per_hour",
-        "per_hour:bystander_false_response_rate",  # k / hours of the run's sessions
-    ),
-    # the other named event rates per hour (report.PER_HOUR_RATES), by the same rule
-    "false_takeover_per_hour": ("false_takeover_per_hour", "per_hour:premature_takeover_rate"),
-    "talk_over_per_hour": ("talk_over_per_hour", "per_hour:talk_over_rate"),
-    "missed_interruption_per_hour": (
-        "missed_interruption_per_hour",
-        "per_hour:missed_interruption_rate",
-    ),
-    "false_interruption_per_hour": ("false_interruption_per_hour", "per_hour:false_yield_rate"),
-    "false_silence_per_hour": ("false_silence_per_hour", "per_hour:false_silence_rate"),
-    "ambient_false_activation_per_hour": (
-        "ambient_false_activation_per_hour",
-        "per_hour:ambient_false_activation_rate",
-    ),
-    # bundle runs: cases of recovery.py pooled in overall.rates (k / n, Wilson interval)
-    "recovery_accuracy": ("recovery_accuracy", "recovery_accuracy_rate"),
-    "history_consistency": ("history_consistency", "history_consistency_rate"),
-    "grounded_completion": ("grounded_completion", "goal_completion"),
-    "duplicate_side_effects": ("duplicate_side_effects",),
-    "stale_deliveries": ("stale_deliveries",),
-    "reconnect_success": (
-        "reconnect_success",
-        "reconnect_success_rate",
-        "completed:reconnect_recovery_ms",  # share of drops that reconnected (not censored)
-    ),
-}
-"""Matrix metric name -> report names tried in order. ``per_hour:R`` derives events per hour of
-session time from rate R; ``completed:L`` the share of latency L's pairs that ended. A matrix
-name that is not a key is looked up under its own name only."""
-
-_TASK_COUNT_NAMES = ("duplicate_side_effects", "stale_deliveries", "writes_after_stop")
 _LEVEL_RANK: dict[str, int] = {lvl: i for i, lvl in enumerate(EVIDENCE_LEVELS)}
 _QUANTILE = {Statistic.P50: 0.5, Statistic.P95: 0.95, Statistic.P99: 0.99}
 
 
 def _implemented_names() -> set[str]:
-    """Metric names some voxeval scorer computes (for the IMPLEMENTED label)."""
-    names = set(METRIC_ALIASES)
-    for sources in METRIC_ALIASES.values():
-        names.update(s.split(":", 1)[-1] for s in sources)
-    from voxeval.suites.duplex.scoring.task import CHECKS
-    from voxeval.suites.duplex.scoring.task import METRIC_ALIASES as TASK_ALIASES
-    from voxeval.suites.duplex.scoring.turns import DEFINITIONS
+    """Matrix names that resolve to something a voxeval scorer computes (IMPLEMENTED label):
+    every computed metric, and every catalogue name or alias whose sources include one."""
+    from voxeval.suites.duplex.scoring.implemented import implemented_metrics
 
-    names.update(DEFINITIONS, CHECKS, TASK_ALIASES, _TASK_COUNT_NAMES)
-    try:
-        from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
-    except ImportError:  # pragma: no cover - the ledger metrics module is optional here
-        return names
-    names.update(d.name for d in DEFAULT_PAIRS)
+    computed = {name for names in implemented_metrics().values() for name in names}
+    names = set(computed)
+    for m in catalogue.CATALOGUE:
+        for candidate in (m.name, *m.aliases):
+            sources = catalogue.gate_sources(candidate)
+            if any(src.split(":", 1)[-1] in computed for src in sources):
+                names.add(candidate)
     return names
 
 
@@ -434,7 +381,7 @@ class MetricTable:
     """The measured values a matrix is checked against (one system of one run).
 
     ``rows`` are keyed by report name; ``lookup`` resolves a matrix metric name through
-    ``METRIC_ALIASES``. ``replay`` maps session ids to their replay source; ``hours`` is the
+    the metric catalogue (``catalogue.gate_sources``). ``replay`` maps session ids to their replay source; ``hours`` is the
     total session time (for per-hour metrics); ``provenance`` is None when there is no run.json.
     """
 
@@ -450,9 +397,7 @@ class MetricTable:
 
     def lookup(self, metric: str) -> tuple[MetricRow | None, list[str]]:
         """The row measuring matrix metric ``metric`` (None if none), and the names tried."""
-        tried = list(METRIC_ALIASES.get(metric, ()))
-        if metric not in tried:
-            tried.insert(0, metric)
+        tried = list(catalogue.gate_sources(metric))
         for name in tried:
             row = self._resolve(name)
             if row is not None:
@@ -1304,13 +1249,15 @@ def _rate_diff(
     return _num(lo), _num(hi), "Newcombe hybrid score interval (independent proportions)"
 
 
-def _worse_sign(gate: Gate, baseline_value: float | None) -> int:
-    """+1 when a larger value is worse for this gate, -1 when a smaller one is."""
+def _worse_sign(gate: Gate, kind: str) -> int:
+    """+1 when a larger value is worse for this gate, -1 when a smaller one is: the gate's
+    comparator says so; for ``==`` the metric catalogue's direction of the measured row's kind
+    (a check's pass rate and the count of the same name point opposite ways)."""
     if gate.comparator in ("<=", "<"):
         return 1
     if gate.comparator in (">=", ">"):
         return -1
-    return 1 if baseline_value is None or baseline_value >= gate.threshold else -1
+    return -1 if catalogue.higher_is_better(gate.metric, kind) else 1
 
 
 def _compare(
@@ -1370,7 +1317,7 @@ def _compare(
             lo, hi, method = _latency_diff(cur, base, _QUANTILE[gate.statistic], n_boot, seed)
     elif cur.kind == "rate" and base.kind == "rate" and gate.statistic == Statistic.RATE:
         lo, hi, method = _rate_diff(cur, base, n_boot, seed)
-    sign = _worse_sign(gate, vb)
+    sign = _worse_sign(gate, cur.kind)
     if diff is None:
         direction: Literal["better", "worse", "same", "unknown"] = "unknown"
     elif diff * sign > 0:

@@ -14,22 +14,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.intervals import newcombe_diff
 from voxeval.stats.percentiles import censored_quantile
 from voxeval.suites.duplex.evidence.stereo import METRICS_VERSION, CallInput, analyze_output
+from voxeval.suites.duplex.scoring.recovery import CASE_RATES
+from voxeval.suites.duplex.scoring.turns import TURN_METRICS
 
-RATE_ORDER = (
-    "correct_yield_rate",
-    "missed_interruption_rate",
-    "false_yield_rate",
-    "talk_over_rate",
-    "premature_takeover_rate",
-    "false_silence_rate",
-    "bystander_false_response_rate",
-    "ambient_false_activation_rate",
+RATE_ORDER = tuple(
+    m.name
+    for m in catalogue.by_group("behaviour", ["rate"])
+    if m.derived_from is None and "recordings" in m.modes
 )
+"""The turn-taking rates of recordings, in catalogue order."""
 
 
 def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
@@ -118,52 +117,22 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
 
 # =========================================================================== bundle runs
 
-AFTER_BREAK_RATES = ("history_consistency", "recovery_accuracy")
+AFTER_BREAK_RATES = CASE_RATES
 """Behaviour rates of bundle runs computed per case by ``recovery.py`` (not by the turns)."""
-BUNDLE_RATE_ORDER = (*RATE_ORDER, "behaviour_accuracy", *AFTER_BREAK_RATES)
-PER_HOUR_RATES = (
-    "premature_takeover_rate",
-    "talk_over_rate",
-    "missed_interruption_rate",
-    "false_yield_rate",
-    "false_silence_rate",
-    "bystander_false_response_rate",
-    "ambient_false_activation_rate",
+BUNDLE_RATE_ORDER = tuple(
+    m.name for m in catalogue.by_group("behaviour", ["rate"]) if m.derived_from is None
+)
+PER_HOUR_RATES = tuple(
+    str(m.derived_from).split(":", 1)[1]
+    for m in catalogue.CATALOGUE
+    if (m.derived_from or "").startswith("per_hour:")
 )
 """Named event rates (k counts unwanted events) also given as events per hour of session audio."""
-DENOMINATOR_TEXT = {
-    "history_consistency": "n = responses acoustically cut off (the agent yielded, or the "
-    "ledger cut them while their audio played) plus segments with an expected_history_action, "
-    "where the evidence allows a judgement",
-    "recovery_accuracy": "n = fault episodes (tool.failed, session.disconnected/error, network "
-    "drop, response.done failed) with a scenario-labelled user segment after them",
-}
-TASK_CHECKS = (
-    "goal_completion",
-    "parameter_consistency",
-    "tool_choice",
-    "stale_result_interception",
-    "delivery_correctness",
-    "reconnect_consistency",
-)
+TASK_CHECKS = tuple(m.name for m in catalogue.by_group("task", ["check"]))
 """Task checks reported in the *task* group."""
-SIDE_EFFECT_CHECKS = ("duplicate_side_effects", "write_after_stop", "cancellation", "compensation")
+SIDE_EFFECT_CHECKS = tuple(m.name for m in catalogue.by_group("side_effects", ["check"]))
 """Task checks reported in the *side effects* group, beside the counts."""
-SIDE_EFFECT_COUNTS = ("duplicate_side_effects", "writes_after_stop", "stale_deliveries")
-TURN_LATENCIES = ("response_latency_ms", "barge_in_stop_ms")
-HIGHER_IS_BETTER = frozenset(
-    {
-        "correct_yield_rate",
-        "behaviour_accuracy",
-        *AFTER_BREAK_RATES,
-        *TASK_CHECKS,
-        *SIDE_EFFECT_CHECKS,
-    }
-)
-"""Rates where more is better (task checks are pass rates); every other metric: less."""
-UNMEASURED: dict[str, tuple[str, str]] = {}
-"""DESIGN metrics without an implementation (group, why): reported as UNKNOWN rows. Empty:
-recovery accuracy and history consistency are measured (``recovery.py``)."""
+SIDE_EFFECT_COUNTS = tuple(m.name for m in catalogue.by_group("side_effects", ["count"]))
 STRATA = ("route", "device", "language", "category", "system_version")
 KEY_FAILURES = 12
 """Failures shown in full (slices, players, timeline) in the report."""
@@ -261,7 +230,7 @@ def after_break_rates(recs: Sequence[Record]) -> dict[str, Any]:
         per = {r.id: (r.output.get(name) or {}).get("cases") or [] for r in recs}
         entry = pool_cases(name, per, defs[name])
         entry.pop("name", None)
-        entry["denominator_text"] = DENOMINATOR_TEXT[name]
+        entry["denominator_text"] = "n = " + catalogue.denominator(name)
         entry["sessions_without_cases"] = sum(1 for r in recs if name not in r.output)
         out[name] = entry
     return out
@@ -339,7 +308,7 @@ def _system_block(
     overall["rates"].update(after_break_rates(ok))
     overall["hours"] = session_hours(r.output.get("duration_s") for r in ok)
     add_per_hour(overall["rates"], overall["hours"])
-    for name in TURN_LATENCIES:
+    for name in TURN_METRICS:
         if name in overall["latencies"]:
             overall["latencies"][name]["source"] = "acoustic turns (turns.analyze_call)"
     ledger = _ledger_latencies(ok, n_boot)
@@ -367,7 +336,7 @@ def _system_block(
                 for name, entry in ledger.items()
                 if entry["by"].get(field_name, {}).get(value) is not None
             }
-            lat.update({k: v for k, v in agg["latencies"].items() if k in TURN_LATENCIES})
+            lat.update({k: v for k, v in agg["latencies"].items() if k in TURN_METRICS})
             groups.append(
                 {
                     "group": field_name,
@@ -447,118 +416,136 @@ def _fmt(x: Any, digits: int = 0) -> str:
 
 
 def metric_rows(overall: Mapping[str, Any], levels: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every metric of the report's groups, labelled (see ``_row``); DESIGN metrics nothing
-    measures are UNKNOWN rows. Order: speed, behaviour, task, side effects."""
-    from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
+    """A row for every metric of the catalogue (derived ones are shown inside their source's
+    row), labelled (see ``_row``), in catalogue order: speed, behaviour, task, side effects. A
+    metric no voxeval scorer computes is a NOT ASSESSABLE row, never a 0."""
+    from voxeval.suites.duplex.scoring.implemented import implemented_metrics
 
+    computed = {name for names in implemented_metrics().values() for name in names}
     rows: list[dict[str, Any]] = []
     lat = overall.get("latencies") or {}
-    for name in [*(d.name for d in DEFAULT_PAIRS), *TURN_LATENCIES]:
-        e = lat.get(name) or {}
-        vals = e.get("values") or []
-        summary = (
-            f"P50 {_fmt(e.get('p50'))} ms, P95 {_fmt(e.get('p95'))} ms, "
-            f"{e.get('n_censored', 0)} censored"
-            if e.get("n")
-            else "no pairs"
-        )
-        rows.append(
-            _row(
-                "speed",
-                name,
-                "latency",
-                int(e.get("n") or 0),
-                [str(v.get("session") or _session(str(v.get("ref")))) for v in vals],
-                levels,
-                summary,
-            )
-        )
     rates = overall.get("rates") or {}
-    for name in BUNDLE_RATE_ORDER:
-        e = rates.get(name) or {}
-        summary = f"{e.get('k', 0)}/{e.get('n', 0)}" + (
-            f" = {e['value']:.3f}" if e.get("value") is not None else ""
-        )
-        if e.get("ci_low") is not None and e.get("ci_high") is not None:
-            summary += f" [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
-        if "per_hour" in e:
-            summary += (
-                f"; {_fmt(e['per_hour'], 2)}/h over {float(e.get('hours') or 0):.3f} h"
-                if e["per_hour"] is not None
-                else "; per hour –"
-            )
-        note = ""
-        if name in DENOMINATOR_TEXT:
-            na = int(e.get("not_assessable") or 0)
-            summary += f"; {na} not assessable"
-            note = DENOMINATOR_TEXT[name]
-            if not e.get("n"):
-                note += (
-                    f"; this run holds no assessable case (n = 0, {na} not assessable)"
-                    if na
-                    else "; this run holds no case for it (n = 0)"
-                )
-        rows.append(
-            _row(
-                "behaviour",
-                name,
-                "rate",
-                int(e.get("n") or 0),
-                [_session(str(r)) for r in e.get("denominator") or []],
-                levels,
-                summary,
-                note,
-            )
-        )
-    for name, (group, why) in UNMEASURED.items():
-        rows.append(
-            {
-                "group": group,
-                "name": name,
-                "kind": "rate",
-                "label": "UNKNOWN",
-                "level": None,
-                "label_text": "UNKNOWN",
-                "n": 0,
-                "n_sessions": 0,
-                "summary": "–",
-                "note": why,
-            }
-        )
     task = overall.get("task") or {}
     checks = task.get("checks") or {}
-    for group, names in (("task", TASK_CHECKS), ("side_effects", SIDE_EFFECT_CHECKS)):
-        for name in names:
-            e = checks.get(name) or {}
-            summary = f"{e.get('passed', 0)}/{e.get('n', 0)} passed" + (
-                f"; {e.get('not_applicable', 0)} n/a, {e.get('unscored', 0)} unscored"
-            )
-            rows.append(
-                _row(
-                    group,
-                    name,
-                    "check",
-                    int(e.get("n") or 0),
-                    [_session(str(r)) for r in e.get("denominator") or []],
-                    levels,
-                    summary,
-                )
-            )
-    for name in SIDE_EFFECT_COUNTS:
-        e = (task.get("counts") or {}).get(name) or {}
-        rows.append(
-            _row(
-                "side_effects",
-                f"{name} (count)",
-                "count",
-                int(e.get("sessions_counted") or 0),
-                e.get("sessions") or [],
-                levels,
-                f"{e.get('total', 0)} in {e.get('sessions_with_any', 0)} of "
-                f"{e.get('sessions_counted', 0)} sessions",
-            )
-        )
+    for m in catalogue.CATALOGUE:
+        if m.derived_from is not None:
+            continue
+        if m.name not in computed:
+            rows.append(_not_assessable_row(m))
+        elif m.kind == "latency":
+            rows.append(_latency_row(m, lat.get(m.name) or {}, levels))
+        elif m.kind == "rate":
+            rows.append(_rate_row(m, rates.get(m.name) or {}, levels))
+        elif m.kind == "check":
+            rows.append(_check_row(m, checks.get(m.name) or {}, levels))
+        elif m.kind == "count":
+            rows.append(_count_row(m, (task.get("counts") or {}).get(m.name) or {}, levels))
     return rows
+
+
+def _not_assessable_row(m: catalogue.MetricDef) -> dict[str, Any]:
+    return {
+        "group": m.group,
+        "name": m.row_name,
+        "kind": m.kind,
+        "label": "UNKNOWN",
+        "level": None,
+        "label_text": "NOT ASSESSABLE",
+        "n": 0,
+        "n_sessions": 0,
+        "summary": "–",
+        "note": "in the metric catalogue, but no voxeval scorer computes it yet",
+    }
+
+
+def _latency_row(
+    m: catalogue.MetricDef, e: Mapping[str, Any], levels: Mapping[str, str]
+) -> dict[str, Any]:
+    vals = e.get("values") or []
+    summary = (
+        f"P50 {_fmt(e.get('p50'))} ms, P95 {_fmt(e.get('p95'))} ms, "
+        f"{e.get('n_censored', 0)} censored"
+        if e.get("n")
+        else "no pairs"
+    )
+    return _row(
+        m.group,
+        m.name,
+        "latency",
+        int(e.get("n") or 0),
+        [str(v.get("session") or _session(str(v.get("ref")))) for v in vals],
+        levels,
+        summary,
+    )
+
+
+def _rate_row(
+    m: catalogue.MetricDef, e: Mapping[str, Any], levels: Mapping[str, str]
+) -> dict[str, Any]:
+    summary = f"{e.get('k', 0)}/{e.get('n', 0)}" + (
+        f" = {e['value']:.3f}" if e.get("value") is not None else ""
+    )
+    if e.get("ci_low") is not None and e.get("ci_high") is not None:
+        summary += f" [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+    if "per_hour" in e:
+        summary += (
+            f"; {_fmt(e['per_hour'], 2)}/h over {float(e.get('hours') or 0):.3f} h"
+            if e["per_hour"] is not None
+            else "; per hour –"
+        )
+    note = ""
+    if m.name in AFTER_BREAK_RATES:
+        na = int(e.get("not_assessable") or 0)
+        summary += f"; {na} not assessable"
+        note = "n = " + m.denominator
+        if not e.get("n"):
+            note += (
+                f"; this run holds no assessable case (n = 0, {na} not assessable)"
+                if na
+                else "; this run holds no case for it (n = 0)"
+            )
+    return _row(
+        m.group,
+        m.name,
+        "rate",
+        int(e.get("n") or 0),
+        [_session(str(r)) for r in e.get("denominator") or []],
+        levels,
+        summary,
+        note,
+    )
+
+
+def _check_row(
+    m: catalogue.MetricDef, e: Mapping[str, Any], levels: Mapping[str, str]
+) -> dict[str, Any]:
+    summary = f"{e.get('passed', 0)}/{e.get('n', 0)} passed" + (
+        f"; {e.get('not_applicable', 0)} n/a, {e.get('unscored', 0)} unscored"
+    )
+    return _row(
+        m.group,
+        m.name,
+        "check",
+        int(e.get("n") or 0),
+        [_session(str(r)) for r in e.get("denominator") or []],
+        levels,
+        summary,
+    )
+
+
+def _count_row(
+    m: catalogue.MetricDef, e: Mapping[str, Any], levels: Mapping[str, str]
+) -> dict[str, Any]:
+    return _row(
+        m.group,
+        m.row_name,
+        "count",
+        int(e.get("sessions_counted") or 0),
+        e.get("sessions") or [],
+        levels,
+        f"{e.get('total', 0)} in {e.get('sessions_with_any', 0)} of "
+        f"{e.get('sessions_counted', 0)} sessions",
+    )
 
 
 def _session_entry(r: Record, items: Mapping[str, Any]) -> dict[str, Any]:
@@ -963,7 +950,7 @@ def _verdict(name: str, diff: float | None, lo: float | None, hi: float | None) 
     when only the point estimate moved, ``same`` or ``unknown``."""
     if diff is None:
         return "unknown"
-    good = (diff > 0) == (name in HIGHER_IS_BETTER)
+    good = (diff > 0) == catalogue.higher_is_better(name)
     if lo is not None and hi is not None and (lo > 0 or hi < 0):
         return "improved" if good else "regressed"
     if diff == 0:

@@ -94,6 +94,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.event import Event, ProducerClock
 from voxeval.contracts.duplex.manifest import BundleManifest
 from voxeval.contracts.duplex.scenario import Scenario
@@ -321,9 +322,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         join="session",
         cancel=(_USER_START_ACOUSTIC,),
         groups=("end-of-input detection",),
-        description="t(first vad.speech_stopped after it) - t(acoustic end of user speech). "
-        "n = acoustic user speech ends not followed by more user speech before the VAD "
-        "end (those were pauses, not ends); no VAD end: censored.",
+        description=catalogue.definition("end_of_input_ms"),
     ),
     PairDef(
         "response_first_audio_ms",
@@ -334,12 +333,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         fallback=_RESPONDABLE_FALLBACK,
         requires=(_AGENT_START_ACOUSTIC, _AGENT_STOP_ACOUSTIC),
         groups=("response first audio",),
-        description="t(first agent acoustic onset after it) - t(expected respondable point: "
-        "end of a user segment that is not a backchannel or unrelated and whose role is user "
-        "(bystander, media, echo and noise segments are not addressed to the agent), or the "
-        "acoustic end of user speech in sessions without scenario truth). n = respondable "
-        "points not followed by more user speech (same rule) before the agent's audio, in "
-        "sessions with agent acoustic events; no agent audio: censored.",
+        description=catalogue.definition("response_first_audio_ms"),
     ),
     PairDef(
         "response_first_playback_ms",
@@ -349,9 +343,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         cancel=(_USER_RESUMES,),
         fallback=_RESPONDABLE_FALLBACK,
         groups=("response first audio",),
-        description="t(first playback.started after it) - t(expected respondable point), "
-        "the software side of response_first_audio_ms. n = respondable points not followed "
-        "by more user speech before the playback; no playback: censored.",
+        description=catalogue.definition("response_first_playback_ms"),
     ),
     PairDef(
         "interrupt_stop_ms",
@@ -362,11 +354,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         join="session",
         once_per_utterance=True,
         groups=("interrupt stop",),
-        description="t(old playback acoustically silent: end of the agent speech burst "
-        "running at the onset, silence lasting settle_ms) - t(effective interruption onset: "
-        "scenario truth or aligned acoustic onset of a user segment with an interrupting "
-        "intent; one per utterance). n = onsets while agent speech was running (or paused "
-        "less than settle_ms); agent still talking at the horizon or session end: censored.",
+        description=catalogue.definition("interrupt_stop_ms"),
     ),
     PairDef(
         "interrupt_stop_playback_ms",
@@ -377,9 +365,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         bind=True,
         once_per_utterance=True,
         groups=("interrupt stop", "cancel propagation"),
-        description="t(playback.stopped/interrupted of the playback playing at the onset) "
-        "- t(effective interruption onset): playback stopped. n = onsets while a playback was "
-        "playing; played to playback.completed instead, or never stopped: censored.",
+        description=catalogue.definition("interrupt_stop_playback_ms"),
     ),
     PairDef(
         "cancel_generation_ms",
@@ -391,10 +377,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         already=True,
         once_per_utterance=True,
         groups=("cancel propagation",),
-        description="t(response.done with status cancelled of the response active at the "
-        "onset) - t(effective interruption onset): generation stopped. n = onsets while a "
-        "response was playing or being generated; done before the onset: 0; done with "
-        "another status after it, or never: censored.",
+        description=catalogue.definition("cancel_generation_ms"),
     ),
     PairDef(
         "cancel_transmission_ms",
@@ -406,10 +389,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         bind=True,
         once_per_utterance=True,
         groups=("cancel propagation",),
-        description="t(last tts.chunk of the response active at the onset, before its "
-        "response.done or the session end) - t(effective interruption onset): transmission "
-        "stopped. n = onsets while a response was playing or being generated; no audio "
-        "received after the onset: 0 (never censored).",
+        description=catalogue.definition("cancel_transmission_ms"),
     ),
     PairDef(
         "new_response_recovery_ms",
@@ -421,9 +401,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         join="session",
         once_per_utterance=True,
         groups=("new-response recovery",),
-        description="t(next playback.started) - t(interruption intent stable: end of the "
-        "interrupting or correcting user segment; one per utterance). n = such segment ends; "
-        "no new playback: censored.",
+        description=catalogue.definition("new_response_recovery_ms"),
     ),
     PairDef(
         "tool_announcement_ms",
@@ -433,10 +411,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         on_repeat="restart",
         cancel=(on("task.state", status=("cancelled", "superseded")),),
         groups=("tool result announcement",),
-        description="t(playback.started of the announcement: task_id on the playback or on "
-        "its response.created) - t(tool.completed: business result available). n = tasks "
-        "with a result (a later result of the same task restarts the wait; a cancelled or "
-        "superseded task withdraws it); never announced: censored.",
+        description=catalogue.definition("tool_announcement_ms"),
     ),
     PairDef(
         "reconnect_recovery_ms",
@@ -444,9 +419,7 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
         end=(on("session.resumed", "session.connected"),),
         join="session",
         groups=("reconnect recovery",),
-        description="t(session.resumed or session.connected: interactive again) - "
-        "t(connection lost: the first of session.disconnected / network drop). n = losses; "
-        "never back: censored.",
+        description=catalogue.definition("reconnect_recovery_ms"),
     ),
 )
 

@@ -132,6 +132,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.vocabulary import HistoryAction
 from voxeval.stats.intervals import wilson_interval
@@ -140,6 +141,7 @@ if TYPE_CHECKING:
     from voxeval.suites.duplex.scoring.task import UtteranceLink, UtteranceLinks
 
 __all__ = [
+    "CASE_RATES",
     "FAULT_WORDS",
     "HISTORY_ACTIONS",
     "HISTORY_DEFINITION",
@@ -163,6 +165,8 @@ __all__ = [
 ]
 
 RECOVERY_VERSION = "2"
+CASE_RATES = ("history_consistency", "recovery_accuracy")
+"""The behaviour rates this module scores case by case (defined in the catalogue)."""
 HISTORY_EVENT = "history.updated"
 """Ledger event of an agent editing its conversation history (see the module docstring)."""
 HISTORY_ACTIONS: tuple[str, ...] = tuple(str(a) for a in HistoryAction)
@@ -184,24 +188,8 @@ FAULT_WORDS = frozenset({"drop", "dropped", "disconnect", "disconnected", "down"
 """Words of a ``network.*`` event type that say the link went away."""
 _INTERACTIVE = ("session.resumed", "session.connected", "response.created")
 
-HISTORY_DEFINITION = (
-    "k / n; k = cases where the agent's recorded heard point (history.updated "
-    "data.heard_until_ms, else played_until_ms of its playback stop) is within "
-    f"{HISTORY_TOLERANCE_MS:.0f} ms of the response's acoustically heard duration (acoustic "
-    "onset to acoustic stop on output.wav) and any stated history action matches the "
-    "scenario's expected_history_action (clarify ~ mark_uncertain); a cut response with no "
-    "truncation recorded is inconsistent; n = responses acoustically cut off (the agent "
-    "yielded, or the ledger cut them while their audio played) plus segments with an "
-    "expected_history_action; cases without the evidence are counted apart as not assessable"
-)
-RECOVERY_DEFINITION = (
-    "k / n; k = fault episodes (tool.failed, session.disconnected/error, network drop, "
-    "response.done failed) after which the agent became interactive again (session.resumed/"
-    "connected or a new response), the first scenario-labelled user segment after the fault "
-    "got turn actions within its expected set, and the task state was not corrupted "
-    "(reconnect_consistency, duplicates written after the fault); n = episodes with a "
-    "labelled user segment after them; the rest counted apart as not assessable"
-)
+HISTORY_DEFINITION = catalogue.definition("history_consistency")
+RECOVERY_DEFINITION = catalogue.definition("recovery_accuracy")
 
 Timed = tuple[Event, float]
 

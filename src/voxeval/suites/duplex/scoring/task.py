@@ -63,6 +63,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.scenario import Scenario, Segment, Tool
 from voxeval.contracts.duplex.vocabulary import Intent, Role, TaskAction
@@ -72,9 +73,10 @@ from voxeval.suites.duplex.evidence.ledger import order_by_causality, producer_c
 
 __all__ = [
     "CHECKS",
+    "COUNT_NAMES",
     "FINAL_STATE_SCHEMA_VERSION",
+    "MATRIX_RATE_NAMES",
     "META_KEY",
-    "METRIC_ALIASES",
     "TASK_METRICS_VERSION",
     "TOOL_AUDIT_SCHEMA_VERSION",
     "UNKNOWN_ROOT_CAUSE",
@@ -1806,13 +1808,23 @@ def score_bundle(folder: str | Path, scenario: Scenario | None = None) -> TaskRe
 
 # --------------------------------------------------------------------------- aggregation
 
-METRIC_ALIASES: dict[str, str] = {
-    "grounded_completion": "goal_completion",
-    "parameter_consistency": "parameter_consistency",
-    "cancellation_success": "cancellation",
-    "reconnect_consistency": "reconnect_consistency",
-}
-"""Acceptance-matrix metric names that are rates of a check."""
+MATRIX_RATE_NAMES = (
+    "grounded_completion",
+    "parameter_consistency",
+    "cancellation_success",
+    "reconnect_consistency",
+)
+"""Acceptance-matrix names of check rates listed under ``metrics`` (each resolves to its check
+through the catalogue's aliases)."""
+COUNT_NAMES = ("duplicate_side_effects", "stale_deliveries", "writes_after_stop")
+"""The side-effect counts summed over sessions (catalogue kind ``count``)."""
+
+
+def _check_of(name: str) -> str:
+    m = catalogue.get(name)
+    if m is None or m.kind != "check":
+        raise KeyError(f"{name!r} is not a task check of the metric catalogue")
+    return m.name
 
 
 def aggregate_tasks(results: Sequence[TaskResult]) -> dict[str, Any]:
@@ -1859,7 +1871,7 @@ def aggregate_tasks(results: Sequence[TaskResult]) -> dict[str, Any]:
         "writes_after_stop": total("writes_after_stop"),
     }
     metrics: dict[str, Any] = {
-        alias: checks[name]["rate"] for alias, name in METRIC_ALIASES.items()
+        alias: checks[_check_of(alias)]["rate"] for alias in MATRIX_RATE_NAMES
     }
     metrics.update({k: v["total"] for k, v in counts.items()})
     return {

@@ -119,6 +119,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from voxeval.contracts.duplex import catalogue
 from voxeval.stats.intervals import wilson_interval
 from voxeval.stats.percentiles import MIN_N_P99 as MIN_N_P99  # re-exported
 from voxeval.stats.percentiles import SOFT_N_P95 as SOFT_N_P95  # re-exported
@@ -456,53 +457,23 @@ def _plain(x: Any) -> Any:
 
 # --------------------------------------------------------------------------- metric definitions
 
-DEFINITIONS: dict[str, str] = {
-    "response_latency_ms": (
-        "per user turn: onset of the agent burst that answers the turn minus the end of the turn's "
-        "final speech (ms, negative = the agent started early); n = user turns; turns without an "
-        "answer are censored (no end), counted in n and n_censored, never as 0"
-    ),
-    "barge_in_stop_ms": (
-        "per barge-in (turn speech starting while the agent talks): end of the agent's speech minus "
-        "the barge-in onset (ms) where the agent stopped; n = barge-ins; a barge-in the agent talked "
-        "through is censored"
-    ),
-    "premature_takeover_rate": (
-        "k / n; k = pauses inside user turns in which the agent started talking and the user "
-        "resumed while it talked; n = pauses inside user turns"
-    ),
-    "talk_over_rate": (
-        "k / n; k = user turns in which the agent started a non-backchannel burst while the user was "
-        "still talking; n = user turns"
-    ),
-    "false_yield_rate": (
-        "k / n; k = overlaps the agent should have talked through (backchannel, background, noise, "
-        "or labelled continue/ignore) at which it stopped; n = such overlaps, terminal overlaps "
-        "excluded (DESIGN's false interruption)"
-    ),
-    "missed_interruption_rate": (
-        "k / n; k = overlaps the agent should have yielded to (barge-in, resume, or labelled "
-        "interrupt/pause/listen) that it talked through; n = such overlaps, terminal excluded"
-    ),
-    "correct_yield_rate": (
-        "k / n; k = overlaps the agent should have yielded to at which it stopped; n = as for "
-        "missed_interruption_rate"
-    ),
-    "bystander_false_response_rate": (
-        "k / n; k = background sounds the agent stopped for (while talking) or answered (while "
-        "silent: unprompted agent speech within background_response_window_s); n = background sounds"
-    ),
-    "ambient_false_activation_rate": (
-        "k / n; k = noise sounds the agent stopped for or answered; n = noise sounds"
-    ),
-    "false_silence_rate": (
-        "k / n; k = user turns without an answer (censored latency); n = user turns"
-    ),
-    "behaviour_accuracy": (
-        "k / n; k = decision points whose observed action matches an expected action; n = decision "
-        "points (overlaps, gap sounds, pauses, talk-overs, turn ends)"
-    ),
-}
+TURN_METRICS: tuple[str, ...] = (
+    "response_latency_ms",
+    "barge_in_stop_ms",
+    "premature_takeover_rate",
+    "talk_over_rate",
+    "false_yield_rate",
+    "missed_interruption_rate",
+    "correct_yield_rate",
+    "bystander_false_response_rate",
+    "ambient_false_activation_rate",
+    "false_silence_rate",
+    "behaviour_accuracy",
+)
+"""What the turn layer measures (two acoustic latencies, then the rates, in the order the
+aggregate lists them); each is defined in the metric catalogue (``contracts/duplex/catalogue.py``)."""
+DEFINITIONS: dict[str, str] = {name: catalogue.definition(name) for name in TURN_METRICS}
+"""Metric name -> its catalogue definition (the text every report and view shows)."""
 
 
 # --------------------------------------------------------------------------- internals
