@@ -66,8 +66,8 @@ import numpy as np
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS, evidence_at_least
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
-from voxeval.stats.intervals import newcombe_diff, paired_bootstrap_ratio_diff, wilson_interval
-from voxeval.stats.percentiles import censored_quantile
+from voxeval.stats.comparison import quantile_difference, rate_difference
+from voxeval.stats.intervals import wilson_interval
 
 __all__ = [
     "GATES_VERSION",
@@ -1158,95 +1158,45 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
 # --------------------------------------------------------------------------- baseline
 
 
-def _by_session(units: Sequence[Unit]) -> tuple[list[str], list[np.ndarray]]:
+def _latency_groups(units: Sequence[Unit]) -> dict[str, list[float]]:
     groups: dict[str, list[float]] = {}
     for u in units:
-        groups.setdefault(u.session, []).append(
-            math.inf if u.censored or u.value_ms is None else float(u.value_ms)
-        )
-    keys = sorted(groups)
-    return keys, [np.array(groups[k], dtype=float) for k in keys]
+        value = math.inf if u.censored or u.value_ms is None else float(u.value_ms)
+        groups.setdefault(u.session, []).append(value)
+    return groups
 
 
-def _resampled_quantile(arrays: Sequence[np.ndarray], draws: np.ndarray, q: float) -> np.ndarray:
-    """Quantile q of the pooled values of each draw's sessions (``draws``: rows of indices)."""
-    codes = np.concatenate([np.full(a.size, i) for i, a in enumerate(arrays)])
-    values = np.concatenate(arrays)
-    order = np.argsort(values, kind="stable")
-    sorted_vals, sorted_codes = values[order], codes[order]
-    out = np.empty(draws.shape[0])
-    k = len(arrays)
-    for i, row in enumerate(draws):
-        counts = np.bincount(row, minlength=k)
-        pooled = np.repeat(sorted_vals, counts[sorted_codes])
-        out[i] = censored_quantile(pooled, q) if pooled.size else math.nan
+def _rate_groups(m: Measurement) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for u in m.units:
+        k, n = out.get(u.session, (0, 0))
+        out[u.session] = (k + (1 if u.event else 0), n + 1)
     return out
-
-
-def _ci_from_draws(diffs: np.ndarray) -> tuple[float | None, float | None]:
-    d = np.sort(diffs[~np.isnan(diffs)])
-    if d.size == 0:
-        return (None, None)
-    lo = float(d[math.floor(0.025 * (d.size - 1))])
-    hi = float(d[math.ceil(0.975 * (d.size - 1))])
-    return (lo, hi)
 
 
 def _latency_diff(
     cur: Measurement, base: Measurement, q: float, n_boot: int, seed: int
 ) -> tuple[float | None, float | None, str]:
-    ks, arrs = _by_session(cur.units)
-    kb, arrb = _by_session(base.units)
-    rng = np.random.default_rng(seed)
-    if ks == kb and len(ks) >= 2:
-        draws = rng.integers(0, len(ks), size=(n_boot, len(ks)))
-        diffs = _resampled_quantile(arrs, draws, q) - _resampled_quantile(arrb, draws, q)
-        method = f"paired percentile bootstrap over {len(ks)} shared sessions"
-    else:
-
-        def draws_for(keys: list[str], arrays: list[np.ndarray]) -> tuple[list, np.ndarray]:
-            if len(keys) >= 2:
-                return arrays, rng.integers(0, len(keys), size=(n_boot, len(keys)))
-            # one session: its pairs are the resampling units
-            pairs = [np.array([v]) for v in np.concatenate(arrays)]
-            return pairs, rng.integers(0, len(pairs), size=(n_boot, len(pairs)))
-
-        ua, da = draws_for(ks, arrs)
-        ub, db = draws_for(kb, arrb)
-        diffs = _resampled_quantile(ua, da, q) - _resampled_quantile(ub, db, q)
-        method = "percentile bootstrap over sessions, each run resampled independently"
-    with np.errstate(invalid="ignore"):
-        lo, hi = _ci_from_draws(diffs)
-    return lo, hi, method
+    d = quantile_difference(
+        _latency_groups(cur.units), _latency_groups(base.units), q, n_boot=n_boot, seed=seed
+    )
+    return (None, None, "no pairs") if d is None else (d.ci_low, d.ci_high, d.method)
 
 
 def _rate_diff(
     cur: Measurement, base: Measurement, n_boot: int, seed: int
 ) -> tuple[float | None, float | None, str]:
-    def per_session(m: Measurement) -> dict[str, tuple[int, int]]:
-        out: dict[str, tuple[int, int]] = {}
-        for u in m.units:
-            k, n = out.get(u.session, (0, 0))
-            out[u.session] = (k + (1 if u.event else 0), n + 1)
-        return out
-
-    sc, sb = per_session(cur), per_session(base)
-    complete = len(cur.units) == cur.n and len(base.units) == base.n
-    if complete and sorted(sc) == sorted(sb) and len(sc) >= 2:
-        keys = sorted(sc)
-        d = paired_bootstrap_ratio_diff(
-            [sc[k][0] for k in keys],
-            [sc[k][1] for k in keys],
-            [sb[k][0] for k in keys],
-            [sb[k][1] for k in keys],
-            n_boot=n_boot,
-            seed=seed,
-        )
-        return _num(d.ci_lo), _num(d.ci_hi), f"paired bootstrap over {len(keys)} shared sessions"
     if cur.k is None or base.k is None:
         return None, None, "no k/n: difference only"
-    _, lo, hi = newcombe_diff(cur.k, cur.n, base.k, base.n)
-    return _num(lo), _num(hi), "Newcombe hybrid score interval (independent proportions)"
+    d = rate_difference(
+        (cur.k, cur.n),
+        (base.k, base.n),
+        current_sessions=_rate_groups(cur) if len(cur.units) == cur.n else None,
+        baseline_sessions=_rate_groups(base) if len(base.units) == base.n else None,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    return (None, None, "n = 0 in a run") if d is None else (d.ci_low, d.ci_high, d.method)
 
 
 def _worse_sign(gate: Gate, kind: str) -> int:

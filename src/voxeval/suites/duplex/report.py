@@ -17,8 +17,7 @@ from typing import Any
 from voxeval.contracts.duplex import catalogue
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.stats.intervals import newcombe_diff
-from voxeval.stats.percentiles import censored_quantile
+from voxeval.stats.comparison import quantile_difference, rate_difference
 from voxeval.suites.duplex.evidence.stereo import METRICS_VERSION, CallInput, analyze_output
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.turns import TURN_METRICS
@@ -890,6 +889,20 @@ def _baseline_report(path: Path) -> dict[str, Any]:
     return build_recordings_report(store)
 
 
+def _opportunities_by_session(entry: Mapping[str, Any]) -> dict[str, tuple[int, int]] | None:
+    """(k, n) per session of a rate or check entry from its ``denominator`` refs (``events``
+    are the hits); None when the entry does not list every opportunity."""
+    listed = [str(r) for r in entry.get("denominator") or []]
+    if not listed or len(listed) != int(entry.get("n") or 0):
+        return None
+    hits = {str(r) for r in entry.get("events") or []}
+    out: dict[str, tuple[int, int]] = {}
+    for ref in listed:
+        k, n = out.get(_session(ref), (0, 0))
+        out[_session(ref)] = (k + (ref in hits), n + 1)
+    return out
+
+
 def percentile_diff(
     a: Sequence[Mapping[str, Any]],
     b: Sequence[Mapping[str, Any]],
@@ -899,13 +912,10 @@ def percentile_diff(
     seed: int = 0,
 ) -> dict[str, Any] | None:
     """``P_q(a) - P_q(b)`` of two runs' latency pairs (``values`` entries; censored = +inf)
-    with a 95 % percentile-bootstrap interval that resamples each run's sessions
-    independently (the runs hold different sessions). None when either side has no pairs;
-    ``diff`` is None when a percentile falls among censored pairs, a CI end None when more
-    than 2.5 % of the draws do."""
-    import numpy as np
+    with the 95 % interval of ``stats.comparison.quantile_difference`` (sessions paired when
+    both runs hold the same ones). None when either side has no pairs."""
 
-    def prep(vals: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    def by_session(vals: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         for v in vals:
             x = v.get("value_ms")
@@ -913,35 +923,16 @@ def percentile_diff(
             out.setdefault(s, []).append(math.inf if v.get("censored") or x is None else float(x))
         return out
 
-    ga, gb = prep(a), prep(b)
-    if not ga or not gb:
+    d = quantile_difference(by_session(a), by_session(b), q, n_boot=n_boot, seed=seed)
+    if d is None:
         return None
-    pa = censored_quantile(np.sort([x for xs in ga.values() for x in xs]), q)
-    pb = censored_quantile(np.sort([x for xs in gb.values() for x in xs]), q)
-    rng = np.random.default_rng(seed)
-    la, lb = list(ga.values()), list(gb.values())
-    diffs = np.empty(n_boot)
-    for i in range(n_boot):
-        da = [x for j in rng.integers(0, len(la), len(la)) for x in la[j]]
-        db = [x for j in rng.integers(0, len(lb), len(lb)) for x in lb[j]]
-        va, vb = censored_quantile(np.sort(da), q), censored_quantile(np.sort(db), q)
-        diffs[i] = math.nan if math.isinf(va) or math.isinf(vb) else va - vb
-    finite = np.sort(diffs[~np.isnan(diffs)])
-    bad = n_boot - finite.size
-    lo = hi = None
-    if finite.size and bad <= 0.025 * n_boot:
-        lo = float(np.quantile(np.concatenate([finite, np.full(bad, -np.inf)]), 0.025))
-        hi = float(np.quantile(np.concatenate([finite, np.full(bad, np.inf)]), 0.975))
-        lo = None if math.isinf(lo) else lo
-        hi = None if math.isinf(hi) else hi
-    diff = None if math.isinf(pa) or math.isinf(pb) else pa - pb
     return {
-        "current": None if math.isinf(pa) else pa,
-        "baseline": None if math.isinf(pb) else pb,
-        "diff": diff,
-        "ci_low": lo,
-        "ci_high": hi,
-        "method": "percentile bootstrap, sessions of each run resampled independently",
+        "current": d.current,
+        "baseline": d.baseline,
+        "diff": d.diff,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+        "method": d.method,
     }
 
 
@@ -1062,23 +1053,29 @@ def what_changed(
                     continue
                 k1, n1 = int(cr[name].get(kkey) or 0), int(cr[name].get("n") or 0)
                 k2, n2 = int(br[name].get(kkey) or 0), int(br[name].get("n") or 0)
-                if n1 <= 0 or n2 <= 0:
+                d = rate_difference(
+                    (k1, n1),
+                    (k2, n2),
+                    current_sessions=_opportunities_by_session(cr[name]),
+                    baseline_sessions=_opportunities_by_session(br[name]),
+                    n_boot=n_boot,
+                )
+                if d is None:
                     continue
-                d = newcombe_diff(k1, n1, k2, n2)
                 rows.append(
                     {
                         "metric": name,
                         "kind": kind,
                         "statistic": "rate",
-                        "current": k1 / n1,
-                        "baseline": k2 / n2,
-                        "diff": d[0],
-                        "ci_low": d[1],
-                        "ci_high": d[2],
+                        "current": d.current,
+                        "baseline": d.baseline,
+                        "diff": d.diff,
+                        "ci_low": d.ci_low,
+                        "ci_high": d.ci_high,
                         "n_current": n1,
                         "n_baseline": n2,
-                        "method": "Newcombe hybrid score interval (independent samples)",
-                        "verdict": _verdict(name, d[0], d[1], d[2]),
+                        "method": d.method,
+                        "verdict": _verdict(name, d.diff, d.ci_low, d.ci_high),
                     }
                 )
         cl, bl = co.get("latencies") or {}, bo.get("latencies") or {}

@@ -1,0 +1,61 @@
+"""stats.comparison: one difference method per figure for the report and the gates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from voxeval.stats.comparison import quantile_difference, rate_difference
+from voxeval.stats.intervals import newcombe_diff
+
+
+def _sessions(rng: np.random.Generator, shift: float, n: int = 12) -> dict[str, list[float]]:
+    return {f"s{i}": list(rng.normal(500 + 40 * i + shift, 30, size=5)) for i in range(n)}
+
+
+def test_paired_sessions_give_a_narrower_interval_than_independent_draws() -> None:
+    rng = np.random.default_rng(1)
+    cur = _sessions(rng, 50.0)
+    base = _sessions(rng, 0.0)
+    paired = quantile_difference(cur, base, 0.5)
+    renamed = {f"b{k}": v for k, v in base.items()}  # other sessions: no pairing possible
+    apart = quantile_difference(cur, renamed, 0.5)
+    assert paired is not None and apart is not None
+    assert paired.paired and not apart.paired
+    assert paired.diff == apart.diff and paired.diff is not None and paired.diff > 0
+    assert paired.ci_low is not None and paired.ci_high is not None
+    assert apart.ci_low is not None and apart.ci_high is not None
+    assert paired.ci_high - paired.ci_low < apart.ci_high - apart.ci_low
+    assert paired.ci_low <= paired.diff <= paired.ci_high
+
+
+def test_a_bound_among_censored_draws_is_not_estimable() -> None:
+    cur = {f"s{i}": [400.0, math.inf if i < 3 else 450.0] for i in range(8)}
+    base = {f"s{i}": [380.0, 420.0] for i in range(8)}
+    d = quantile_difference(cur, base, 0.95)
+    assert d is not None
+    assert d.current is None and d.diff is None  # P95 of the current run is censored
+    assert d.ci_high is None  # draws with a censored P95 sit above every difference
+
+
+def test_one_session_per_run_resamples_its_values() -> None:
+    d = quantile_difference({"a": [100.0, 110.0, 120.0]}, {"b": [90.0, 95.0, 99.0]}, 0.5)
+    assert d is not None and not d.paired
+    assert d.diff == 15.0 and d.ci_low is not None and d.ci_high is not None
+
+
+def test_rates_pair_shared_sessions_else_newcombe() -> None:
+    cur = {"s1": (1, 4), "s2": (2, 4), "s3": (3, 4)}
+    base = {"s1": (0, 4), "s2": (1, 4), "s3": (1, 4)}
+    paired = rate_difference((6, 12), (2, 12), current_sessions=cur, baseline_sessions=base)
+    assert paired is not None and paired.paired and "paired" in paired.method
+    alone = rate_difference((6, 12), (2, 12))
+    _, lo, hi = newcombe_diff(6, 12, 2, 12)
+    assert alone is not None and not alone.paired
+    assert (alone.ci_low, alone.ci_high) == (lo, hi)
+    incomplete = rate_difference(
+        (6, 12), (2, 12), current_sessions={"s1": (1, 4)}, baseline_sessions=base
+    )
+    assert incomplete is not None and not incomplete.paired  # sessions do not cover n
+    assert rate_difference((0, 0), (1, 3)) is None
