@@ -332,7 +332,7 @@ def score_cmd(
         if used:
             click.echo(f"error: {', '.join(used)} apply to bundles only", err=True)
             sys.exit(EXIT_USAGE)
-        from voxeval.suites.duplex.evidence.stereo import calls_from_paths, score_calls
+        from voxeval.suites.duplex.scoring.stereo import calls_from_paths, score_calls
 
         calls = calls_from_paths(stereo, user, agent, user_channel, labels)
         with progress_bar(flags.progress) as progress:

@@ -552,7 +552,7 @@ def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_pa
     m = json.loads((b / "manifest.json").read_text())
     m["evidence_level"] = "L4"
     (b / "manifest.json").write_text(json.dumps(m))
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     assert out["evidence"]["level"] == "L2"
     assert any("ignored" in r for r in out["evidence"]["reasons"])
     assert any("evidence_level" in p["message"] for p in out["problems"])
@@ -561,13 +561,13 @@ def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_pa
 def test_bad_ledger_lines_are_reported_and_the_rest_scored(small: Path, tmp_path: Path) -> None:
     from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
-    clean = score_bundle_folder(small / "d02").output
+    clean = score_bundle_folder(small / "d02").output.to_output()
     b = copy_bundle(small / "d02", tmp_path / "b")
     unknown = Event.new(
         "agent.thinking", session_id="d02_bargein_cut_200-s1", producer="agent", monotonic_ns=1
     ).to_json()
     edit_ledger(b, lambda ls: [*ls[:2], '{"event_id": "x", "event_type": ', *ls[2:], unknown])
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     ledger = b / "events.jsonl"
     bad = [p for p in out["problems"] if p["file"] == str(ledger) and p["line"] == 3]
     assert bad and bad[0]["severity"] == "error" and "malformed JSON" in bad[0]["message"]
@@ -589,7 +589,7 @@ def test_missing_events_are_censored_never_zero(small: Path, tmp_path: Path) -> 
     from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", "d02_bargein_cut_200", drop_types=("playback.started",))
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     # two respondable points; the user spoke again before any playback after the first, so
     # it stopped being one (cancelled, counted apart); the second never got its playback
     vals = pair_values(out, "response_first_playback_ms")
@@ -608,11 +608,11 @@ def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -
     from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     name = "d02_bargein_cut_200"
-    base = score_bundle_folder(small / "d02").output
+    base = score_bundle_folder(small / "d02").output.to_output()
     metrics = ("response_first_playback_ms", "cancel_generation_ms", "end_of_input_ms")
     # the agent's clock reads 3.7 s less than the session clock; its clock record says so
     skewed = build_bundle(tmp_path / "s", name, agent_skew_ms=3700.0, decisions={"u2": "interrupt"})
-    out = score_bundle_folder(skewed).output
+    out = score_bundle_folder(skewed).output.to_output()
     for metric in metrics:
         assert pair_values(out, metric) == pytest.approx(pair_values(base, metric)), metric
     assert out["ledger"]["clock_offsets_ms"]["agent"] == 3700.0
@@ -625,7 +625,7 @@ def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -
         clock_records=False,
         decisions={"u2": "interrupt"},
     )
-    out = score_bundle_folder(blind).output
+    out = score_bundle_folder(blind).output.to_output()
     assert pair_values(out, "end_of_input_ms") != pytest.approx(
         pair_values(base, "end_of_input_ms")
     )
@@ -650,9 +650,9 @@ def test_non_monotonic_timestamps_are_warned_and_scored(small: Path, tmp_path: P
         )
         return [json.dumps(e) for e in evs]
 
-    clean = score_bundle_folder(b).output
+    clean = score_bundle_folder(b).output.to_output()
     edit_ledger(b, swap)
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     back = [p for p in out["problems"] if "goes back" in p["message"]]
     assert back and back[0]["severity"] == "warning"
     assert back[0]["file"].endswith("events.jsonl")
@@ -716,7 +716,7 @@ def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
     from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d02", tmp_path / "b")
-    clean = score_bundle_folder(b).output
+    clean = score_bundle_folder(b).output.to_output()
     u, sr = sf.read(b / "input.wav")
     a, _ = sf.read(b / "output.wav")
     import numpy as np
@@ -725,7 +725,7 @@ def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
     (b / "input.wav").unlink()
     (b / "output.wav").unlink()
     rehash(b)
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     assert out["segments"] == clean["segments"]
     assert any("mixed.wav" in p["file"] and "sides taken" in p["message"] for p in out["problems"])
 
@@ -735,7 +735,7 @@ def test_labels_need_truth_events(small: Path, tmp_path: Path) -> None:
 
     b = build_bundle(tmp_path / "b", "d05_backchannel_agent_continues", drop_types=())
     edit_ledger(b, lambda ls: [x for x in ls if '"segment_id": "bc2"' not in x])
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     assert out["labels_missing"] == ["bc2"]
     assert [lab["id"] for lab in out["labels"]] == ["u1", "bc1", "u2"]
     assert any("bc2" in n for n in out["notes"])
@@ -951,7 +951,7 @@ def test_bystander_lines_without_intents_are_not_respondable_points(tmp_path: Pa
             seg.pop("intents", None)
     (b / "scenario.yaml").write_text(yaml.safe_dump(sc, sort_keys=False))
     rehash(b)
-    out = score_bundle_folder(b).output
+    out = score_bundle_folder(b).output.to_output()
     want = list(kit()["files"][name]["labels"]["response_latency_ms"].values())
     assert pair_values(out, "response_first_playback_ms") == pytest.approx(want, abs=0.01)
     for metric in ("response_first_audio_ms", "response_first_playback_ms"):

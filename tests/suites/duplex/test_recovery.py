@@ -94,12 +94,16 @@ def set_segments(folder: Path, **changes: dict[str, Any]) -> None:
 
 
 def history_cases(folder: Path) -> list[dict[str, Any]]:
-    cases: list[dict[str, Any]] = score_bundle_folder(folder).output["history_consistency"]["cases"]
+    cases: list[dict[str, Any]] = score_bundle_folder(folder).output.to_output()[
+        "history_consistency"
+    ]["cases"]
     return cases
 
 
 def recovery_cases(folder: Path) -> list[dict[str, Any]]:
-    cases: list[dict[str, Any]] = score_bundle_folder(folder).output["recovery_accuracy"]["cases"]
+    cases: list[dict[str, Any]] = score_bundle_folder(folder).output.to_output()[
+        "recovery_accuracy"
+    ]["cases"]
     return cases
 
 
@@ -109,7 +113,7 @@ def recovery_cases(folder: Path) -> list[dict[str, Any]]:
 def test_a_truncation_recorded_where_the_audio_stopped_is_consistent(tmp_path: Path) -> None:
     b = build_bundle(tmp_path / "b", D02)
     scored = score_bundle_folder(b)
-    (case,) = scored.output["history_consistency"]["cases"]
+    (case,) = scored.output.to_output()["history_consistency"]["cases"]
     a1 = utt(D02, "a1")
     assert case["passed"] is True and case["cut"] is True
     assert case["response_id"] == "r-a1" and case["recorded_source"] == "played_until_ms"
@@ -178,7 +182,7 @@ def test_missing_evidence_is_not_assessable_never_pass_or_fail(tmp_path: Path) -
     # no playback.started: the cut audio cannot be tied to a response
     b = build_bundle(tmp_path / "b", D02, drop_types=("playback.started",))
     scored = score_bundle_folder(b)
-    (case,) = scored.output["history_consistency"]["cases"]
+    (case,) = scored.output.to_output()["history_consistency"]["cases"]
     assert case["passed"] is None and case["status"] == "not_assessable"
     assert "no playback.started" in case["reason"]
     assert scored.metrics["rates"]["history_consistency"] == {
@@ -361,7 +365,7 @@ def test_a_reconnect_followed_by_the_right_turn_action_is_a_recovery(tmp_path: P
         ),
     )
     scored = score_bundle_folder(b)
-    (case,) = scored.output["recovery_accuracy"]["cases"]
+    (case,) = scored.output.to_output()["recovery_accuracy"]["cases"]
     assert case["passed"] is True and case["status"] == "recovered"
     # the drop and the disconnect are one episode; back at the resume
     assert [f[0] for f in case["faults"]] == ["network.drop", "session.disconnected"]
@@ -393,7 +397,7 @@ def test_a_fault_followed_by_a_wrong_turn_action_is_not_a_recovery(tmp_path: Pat
 def test_a_fault_with_nothing_labelled_after_it_is_not_assessable(tmp_path: Path) -> None:
     b = build_bundle(tmp_path / "b", D01, transform=inject(("tool.failed", 14.4, {})))
     scored = score_bundle_folder(b)
-    (case,) = scored.output["recovery_accuracy"]["cases"]
+    (case,) = scored.output.to_output()["recovery_accuracy"]["cases"]
     assert case["passed"] is None and "no scenario-labelled user segment" in case["reason"]
     assert scored.metrics["rates"]["recovery_accuracy"] == {"k": 0, "n": 0, "not_assessable": 1}
     # a bystander's line after the fault is not a user segment to judge recovery by

@@ -130,7 +130,7 @@ def test_transcripts_are_masked_and_nothing_else_changes(source: Path, redacted:
 def test_redacted_bundle_scores_like_the_original(source: Path, redacted: Path) -> None:
     orig = score_bundle_folder(source)
     red = score_bundle_folder(redacted)
-    o, r = orig.output, red.output
+    o, r = orig.output.to_output(), red.output.to_output()
     assert r["segments_source"] == FEATURES_FILE and o["segments_source"] == "audio"
     assert r["segments"] == o["segments"] and r["labels"] == o["labels"]
     assert r["pairs"] == o["pairs"]
@@ -340,7 +340,7 @@ def test_missing_or_inconsistent_redaction_record_stays_a_contradiction(
     # the raw audio is missing for real now
     assert any("input.wav" in t and "required bundle file missing" in t for t in text), text
     # and the scorer agrees: no longer L3
-    out = score_bundle_folder(dst).output
+    out = score_bundle_folder(dst).output.to_output()
     assert out["evidence"]["level"] == "L2"
     assert any("contradiction" in p["message"] for p in out["problems"])
 
@@ -552,8 +552,8 @@ def _verdicts(task: dict[str, Any]) -> dict[str, Any]:
 def test_task_checks_score_the_redacted_copy_identically(
     personal: Path, personal_redacted: Path
 ) -> None:
-    o = score_bundle_folder(personal).output
-    r = score_bundle_folder(personal_redacted).output
+    o = score_bundle_folder(personal).output.to_output()
+    r = score_bundle_folder(personal_redacted).output.to_output()
     assert o["task"] is not None and _verdicts(r["task"]) == _verdicts(o["task"])
     checks = {c["name"]: c for c in o["task"]["checks"]}
     # the checks that compare personal values really decided something

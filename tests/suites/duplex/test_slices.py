@@ -364,7 +364,7 @@ def test_bundle_slices_link_the_agents_own_ids_by_time(tmp_path: Path) -> None:
     from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", D06, decisions={"bc1": "interrupt"}, transform=with_fault)
-    slices = score_bundle_folder(b).output["slices"]
+    slices = score_bundle_folder(b).output.to_output()["slices"]
     by_kind = {s["kind"]: s for s in slices}
     beh = by_kind["behaviour"]
     assert (beh["check"], beh["first_failing_gate"], beh["layer"]) == (

@@ -285,9 +285,9 @@ def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
         clock=ClockInfo(kind="real", audio_origin_ns=0),
     )
     scored = score_bundle_folder(folder, detector="energy")
-    assert scored.output["evidence"]["level"] == "L2"  # modelled playback
+    assert scored.output.to_output()["evidence"]["level"] == "L2"  # modelled playback
     assert scored.metrics  # it scores
-    problems = [p for p in scored.output["problems"] if p["severity"] == "error"]
+    problems = [p for p in scored.output.to_output()["problems"] if p["severity"] == "error"]
     assert not problems, problems
 
 

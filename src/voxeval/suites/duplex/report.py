@@ -18,8 +18,9 @@ from voxeval.contracts.duplex import catalogue
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.comparison import quantile_difference, rate_difference
-from voxeval.suites.duplex.evidence.stereo import METRICS_VERSION, CallInput, analyze_output
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
+from voxeval.suites.duplex.scoring.session_score import SessionScore
+from voxeval.suites.duplex.scoring.stereo import METRICS_VERSION, CallInput
 from voxeval.suites.duplex.scoring.turns import TURN_METRICS
 
 RATE_ORDER = tuple(
@@ -54,7 +55,7 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
             if rec.status != "ok":
                 continue
             labels = CallInput.from_item(items[rec.id]).labels if rec.id in items else []
-            analysis = analyze_output(rec.id, rec.output, labels)
+            analysis = SessionScore.of(rec).analysis(rec.id, labels)
             analyses.append(analysis)
             d = analysis.to_dict()
             calls_out.append(
@@ -261,9 +262,8 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     """The ledger latency pairs of ``recs`` summarised (``metrics.LatencyTable``) overall and
     per stratum, with every pair as a ``values`` entry (censored ones with ``value_ms`` None)."""
     from voxeval.suites.duplex.scoring.latency import LatencyTable
-    from voxeval.suites.duplex.scoring.score import pairs_of
 
-    pairs = [p for r in recs for p in pairs_of(r.id, r.output)]
+    pairs = [p for r in recs for p in SessionScore.of(r).latency_pairs(r.id)]
     table = LatencyTable().extend(pairs)
     summary = table.summary(STRATA, n_boot=n_boot)
     out: dict[str, Any] = {}
@@ -294,11 +294,10 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
 def _system_block(
     spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
 ) -> dict[str, Any]:
-    from voxeval.suites.duplex.scoring.score import analysis_of
     from voxeval.suites.duplex.scoring.turns import aggregate
 
     ok = [r for r in recs if r.status == "ok"]
-    analyses = [analysis_of(r.id, r.output) for r in ok]
+    analyses = [SessionScore.of(r).analysis(r.id) for r in ok]
     overall: dict[str, Any] = (
         aggregate(analyses) if analyses else {"rates": {}, "latencies": {}, "n_calls": 0}
     )
@@ -1152,8 +1151,6 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
         if r.status != "ok":
             continue
         if bundles:
-            from voxeval.suites.duplex.scoring.score import analysis_of
-
             unit = str(r.output.get("unit") or r.id)
             meta = r.output.get("meta") or {}
             sc = r.output.get("scenario") or {}
@@ -1172,7 +1169,7 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
                     fails = sum(1 for c in checks if c["passed"] is False)
                     units.setdefault(r.system, {})[unit] = (float(fails), float(len(checks)))
                 continue
-            analysis = analysis_of(r.id, r.output)
+            analysis = SessionScore.of(r).analysis(r.id)
             if metric == "acceptance":
                 acc = analysis.rates["behaviour_accuracy"]
                 cases = [
@@ -1192,7 +1189,7 @@ def paired_units(store: RunStore, metric: str = "behaviour") -> dict[str, Any]:
                 raise InputError("recordings runs have no task results: use metric behaviour")
             unit = r.id
             labels = CallInput.from_item(items[r.id]).labels if r.id in items else []
-            analysis = analyze_output(r.id, r.output, labels)
+            analysis = SessionScore.of(r).analysis(r.id, labels)
         acc = analysis.rates["behaviour_accuracy"]
         if acc.n:
             units.setdefault(r.system, {})[unit] = (float(acc.n - acc.k), float(acc.n))

@@ -208,13 +208,13 @@ def test_bundle_from_a_session_scores_at_l2(clips: dict[str, np.ndarray], tmp_pa
         clock=ClockInfo(kind="virtual", compute="charged", audio_origin_ns=0),
     )
     scored = score_bundle_folder(folder, detector="energy")
-    assert scored.output["evidence"]["level"] == "L2"
-    errors = [p for p in scored.output["problems"] if p["severity"] == "error"]
+    assert scored.output.to_output()["evidence"]["level"] == "L2"
+    errors = [p for p in scored.output.to_output()["problems"] if p["severity"] == "error"]
     assert not errors, errors
     pairs = scored.metrics["pairs"]
     # the agent answers ~500 ms (its endpoint) after the user's end, measured acoustically
     assert 400 <= pairs["response_first_audio_ms"]["median_ms"] <= 700
-    assert scored.output["scenario"]["id"] == "drv"
+    assert scored.output.to_output()["scenario"]["id"] == "drv"
 
 
 def test_real_clock_paces_frames_and_echo_round_trip(clips: dict[str, np.ndarray]) -> None:

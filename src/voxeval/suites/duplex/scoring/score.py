@@ -80,6 +80,7 @@ from voxeval.suites.duplex.evidence.bundle_io import (
 
 if TYPE_CHECKING:
     pass
+from voxeval.suites.duplex.scoring.session_score import PAIR_FIELDS, SessionScore
 from voxeval.suites.duplex.scoring.slices import MARKER_TYPES, behaviour_slice
 
 __all__ = [
@@ -90,14 +91,11 @@ __all__ = [
     "BundleError",
     "BundleRef",
     "BundleScore",
-    "analysis_of",
     "behaviour_slice",
     "find_bundles",
-    "pairs_of",
     "plan_bundles",
     "score_bundle_folder",
     "score_bundles",
-    "session_meta_of",
 ]
 
 BUNDLE_METRICS_VERSION = "duplex-bundle/1"
@@ -105,25 +103,13 @@ ALIGN_TOLERANCE_S = 0.3
 """A user acoustic onset this close to a truth onset belongs to that scenario segment."""
 MAX_MARKERS = 400
 """Ledger events kept per session for the timeline."""
-PAIR_FIELDS = (
-    "metric",
-    "key",
-    "start_ns",
-    "end_ns",
-    "censored_after_ms",
-    "start_event_id",
-    "end_event_id",
-    "source",
-    "route",
-)
-"""Column order of ``output.pairs.rows`` (one latency pair per row)."""
 
 
 @dataclass
 class BundleScore:
     """What one bundle gives its record."""
 
-    output: dict[str, Any]
+    output: SessionScore
     metrics: dict[str, Any]
     audio_s: float
 
@@ -432,7 +418,7 @@ def score_bundle_folder(
             if e.event_type == "playback.interrupted"
         ),
     }
-    analysis = analysis_of(key, output)
+    analysis = SessionScore.model_validate(output).analysis(key)
 
     # ---- task and side effects
     task_dict: dict[str, Any] | None = None
@@ -600,7 +586,7 @@ def score_bundle_folder(
             "n": sum(1 for c in cases if c.get("passed") is not None),
             "not_assessable": sum(1 for c in cases if c.get("passed") is None),
         }
-    return BundleScore(output, headline, duration_s)
+    return BundleScore(SessionScore.model_validate(output), headline, duration_s)
 
 
 def _after_break(
@@ -770,64 +756,6 @@ def _median(xs: Sequence[float]) -> float | None:
 # --------------------------------------------------------------------------- recompute
 
 
-def analysis_of(key: str, output: Mapping[str, Any]) -> Any:
-    """``turns.analyze_call`` of a record's stored segments and labels (pure)."""
-    from voxeval.suites.duplex.scoring.turns import analyze_call
-
-    segs = output["segments"]
-    return analyze_call(
-        segs["user"],
-        segs["agent"],
-        labels=list(output.get("labels") or []) or None,
-        call_id=key,
-        duration_s=output.get("duration_s"),
-        agent_cuts_s=output.get("agent_cuts_s") or (),
-    )
-
-
-def session_meta_of(output: Mapping[str, Any]) -> Any:
-    """The ``metrics.SessionMeta`` of a record (split fields only)."""
-    from voxeval.suites.duplex.scoring.latency import SessionMeta
-
-    m = output.get("meta") or {}
-    return SessionMeta(
-        route=m.get("route"),
-        category=m.get("category"),
-        device=m.get("device"),
-        language=m.get("language"),
-        system_version=m.get("system_version"),
-        scenario=m.get("scenario"),
-    )
-
-
-def pairs_of(key: str, output: Mapping[str, Any]) -> list[Any]:
-    """The record's latency pairs as ``metrics.LatencyPair`` (session id = the run key)."""
-    from voxeval.suites.duplex.scoring.latency import LatencyPair
-
-    block = output.get("pairs") or {}
-    fields = list(block.get("fields") or PAIR_FIELDS)
-    meta = session_meta_of(output)
-    out = []
-    for row in block.get("rows") or []:
-        r = dict(zip(fields, row, strict=False))
-        out.append(
-            LatencyPair(
-                metric=str(r["metric"]),
-                session_id=key,
-                key=str(r["key"]),
-                start_ns=int(r["start_ns"]),
-                end_ns=None if r.get("end_ns") is None else int(r["end_ns"]),
-                censored_after_ms=r.get("censored_after_ms"),
-                route=r.get("route"),
-                meta=meta,
-                start_event_id=str(r["start_event_id"]),
-                end_event_id=r.get("end_event_id"),
-                source="fallback" if r.get("source") == "fallback" else "primary",
-            )
-        )
-    return out
-
-
 # --------------------------------------------------------------------------- behaviour slices
 
 
@@ -869,15 +797,15 @@ def score_ref(
             folder = store.path / ref.stored
             redact_bundle(ref.path, folder, detector=detector, **dict(redact))
         scored = score_bundle_folder(folder, key=ref.key, detector=detector)
-        scored.output["repeat"] = ref.repeat
-        scored.output["unit"] = ref.unit
+        scored.output.repeat = ref.repeat  # type: ignore[attr-defined]
+        scored.output.unit = ref.unit
         if ref.stored:
-            scored.output["bundle"] = ref.stored
+            scored.output.bundle = ref.stored
         rec = Record(
             id=ref.key,
             system=ref.system,
             repeat=ref.repeat,
-            output=scored.output,
+            output=scored.output.to_output(),
             metrics=scored.metrics,
         )
         rec.timing = {

@@ -23,6 +23,7 @@ from voxeval.core.errors import AudioError, InputError
 from voxeval.core.items import Item
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore, utc_now
+from voxeval.suites.duplex.scoring.session_score import SessionScore
 
 SUITE_NAME = "duplex"
 METRICS_VERSION = "duplex-stereo/1"
@@ -110,22 +111,6 @@ def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
     return {"segments": segs, "duration_s": len(user) / sr, "detector": detector}
 
 
-def analyze_output(
-    call_id: str, output: dict[str, Any], labels: Sequence[dict[str, Any]] = ()
-) -> Any:
-    """The turn-taking analysis of stored segments (pure; what reports recompute)."""
-    from voxeval.suites.duplex.scoring.turns import analyze_call
-
-    segs = output["segments"]
-    return analyze_call(
-        segs["user"],
-        segs["agent"],
-        labels=list(labels) or None,
-        call_id=call_id,
-        duration_s=output.get("duration_s"),
-    )
-
-
 def score_calls(
     calls: Sequence[CallInput],
     out: str | Path,
@@ -155,8 +140,11 @@ def score_calls(
         t0 = time.perf_counter()
         try:
             output = segment_call(call, detector)
-            analysis = analyze_output(call.id, output, call.labels)
-            rec = Record(id=call.id, system=system, output=output, metrics=_call_metrics(analysis))
+            score = SessionScore.model_validate(output)
+            analysis = score.analysis(call.id, call.labels)
+            rec = Record(
+                id=call.id, system=system, output=score.to_output(), metrics=_call_metrics(analysis)
+            )
             rec.timing = {
                 "compute_s": round(time.perf_counter() - t0, 4),
                 "audio_s": round(float(output["duration_s"]), 4),
