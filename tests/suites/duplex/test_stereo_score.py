@@ -34,7 +34,7 @@ def test_score_kit_folder_reproduces_truth(tmp_path: Path) -> None:
     run = _invoke(["duplex", "score", "--stereo", str(KIT / "wav"), "--out", str(tmp_path)])
     report = json.loads((run / "report.json").read_text())
     assert report["suite"] == "duplex" and report["detector"]["measured_error"]["onset_max_ms"] > 0
-    calls = {c["id"]: c for c in report["calls"]}
+    calls = {c["id"]: c for c in report["sessions"]}
     assert set(calls) == set(truth["files"])
     for name, f in truth["files"].items():
         got = [t["response_latency_ms"] for t in calls[name]["turns"]]
@@ -123,8 +123,8 @@ def test_a_named_mono_file_is_exit_2_and_bad_files_in_a_folder_are_error_records
     )
     rep_sw = json.loads((run / "report.json").read_text())
     rep_two = json.loads((run2 / "report.json").read_text())
-    sw = next(c for c in rep_sw["calls"] if c["id"] == "sw")
+    sw = next(c for c in rep_sw["sessions"] if c["id"] == "sw")
     lat_sw = [t["response_latency_ms"] for t in sw["turns"]]
-    lat_two = [t["response_latency_ms"] for t in rep_two["calls"][0]["turns"]]
+    lat_two = [t["response_latency_ms"] for t in rep_two["sessions"][0]["turns"]]
     assert np.allclose(lat_sw, lat_two) and abs(lat_two[0] - 650) < 25
     assert rep_sw["systems"][0]["status_counts"] == {"error": 3, "ok": 1}

@@ -62,12 +62,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS, evidence_at_least
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
 from voxeval.stats.comparison import quantile_difference, rate_difference
 from voxeval.stats.intervals import wilson_interval
+from voxeval.suites.duplex.scorecard import (
+    CheckEntry,
+    CountEntry,
+    GroupCard,
+    LatencyEntry,
+    Overall,
+    RateEntry,
+    Scorecard,
+    SessionCard,
+    ValueEntry,
+)
 
 __all__ = [
     "GATES_VERSION",
@@ -463,129 +475,115 @@ def _completed(m: Measurement) -> Measurement:
     )
 
 
-# --------------------------------------------------------------------------- from a report
+# --------------------------------------------------------------------------- from a scorecard
 
 
 def _level(x: Any) -> str | None:
     return x if isinstance(x, str) and x in _LEVEL_RANK else None
 
 
-def _session_levels(report: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> dict:
+def _session_levels(card: Scorecard, sessions: Sequence[SessionCard]) -> dict[str, str | None]:
+    """Each session's derived level: the run's ``evidence.sessions`` table, then the level
+    listed with the session itself."""
     out: dict[str, str | None] = {}
-    ev = report.get("evidence") if isinstance(report.get("evidence"), dict) else {}
-    sessions = ev.get("sessions") if ev else None
-    if isinstance(sessions, dict):
-        for sid, lvl in sessions.items():
+    table = (card.evidence.model_extra or {}).get("sessions")
+    if isinstance(table, dict):
+        for sid, lvl in table.items():
             out[str(sid)] = _level(lvl.get("level") if isinstance(lvl, dict) else lvl)
-    elif isinstance(sessions, list):
-        for s in sessions:
-            if isinstance(s, dict):
-                sid = s.get("session_id") or s.get("id")
-                if sid is not None:
-                    out[str(sid)] = _level(s.get("level"))
-    for e in entries:
-        lvl = e.get("evidence_level")
-        if lvl is None and isinstance(e.get("evidence"), dict):
-            lvl = e["evidence"].get("level")
-        if lvl is not None:
-            out[str(e.get("id") or e.get("session_id"))] = _level(lvl)
+    for s in sessions:
+        if s.evidence_level is not None:
+            out[s.id] = _level(s.evidence_level)
     return out
 
 
-def _replay_source(entry: Mapping[str, Any], run_dir: Path | None) -> ReplaySource:
-    sid = str(entry.get("id") or entry.get("session_id"))
+def _replay_source(session: SessionCard, run_dir: Path | None) -> ReplaySource:
+    """Where a session can be replayed from: its bundle, else its recording's audio files,
+    else ``bundles/<id>`` of the run."""
 
     def resolve(p: str) -> Path:
         path = Path(p)
         return path if path.is_absolute() or run_dir is None else run_dir / path
 
-    for key in ("bundle", "bundle_path", "bundle_dir"):
-        value = entry.get(key)
-        if isinstance(value, str) and value:
-            path = resolve(value)
-            return ReplaySource(sid, str(path), path.is_dir())
-    audio = entry.get("audio")
-    paths = [audio] if isinstance(audio, str) else audio if isinstance(audio, list) else []
+    if session.bundle:
+        path = resolve(session.bundle)
+        return ReplaySource(session.id, str(path), path.is_dir())
+    audio = session.audio
+    paths = [audio] if isinstance(audio, str) else list(audio or [])
     if paths:
         resolved = [resolve(str(p)) for p in paths]
-        return ReplaySource(sid, ", ".join(map(str, resolved)), all(p.is_file() for p in resolved))
+        return ReplaySource(
+            session.id, ", ".join(map(str, resolved)), all(p.is_file() for p in resolved)
+        )
     if run_dir is not None:
-        path = run_dir / "bundles" / sid
-        return ReplaySource(sid, str(path), path.is_dir())
-    return ReplaySource(sid, None, False)
+        path = run_dir / "bundles" / session.id
+        return ReplaySource(session.id, str(path), path.is_dir())
+    return ReplaySource(session.id, None, False)
 
 
-def _latency_units(entry: Mapping[str, Any]) -> list[Unit]:
-    units = []
-    for v in entry.get("values") or []:
-        if not isinstance(v, dict):
-            continue
-        ref = str(v.get("ref", ""))
-        session = str(v.get("session") or v.get("session_id") or _session_of(ref))
-        value = _num(v.get("value_ms"))
-        censored = bool(v.get("censored")) or value is None
-        units.append(Unit(ref, session, None if censored else value, censored))
-    return units
-
-
-def _rate_units(entry: Mapping[str, Any]) -> list[Unit]:
-    events = [str(r) for r in entry.get("events") or []]
-    denominator = [str(r) for r in entry.get("denominator") or []]
+def _opportunity_units(events: Sequence[str], denominator: Sequence[str]) -> list[Unit]:
     hit = set(events)
     if denominator:
         return [Unit(r, _session_of(r), event=r in hit) for r in denominator]
     return [Unit(r, _session_of(r), event=True) for r in events]
 
 
-def _measurement(kind: str, entry: Mapping[str, Any]) -> Measurement | None:
-    """One report entry (latency summary, rate, task check, count or value) as a Measurement."""
-    if not isinstance(entry, dict):
-        return None
-    if kind == "latency":
-        return Measurement._from_latency_summary(entry, _latency_units(entry))
-    if kind == "rate":
-        n = int(entry.get("n") or 0)
-        k = entry.get("k", entry.get("passed"))
-        value = _num(entry.get("value", entry.get("rate")))
-        lo, hi = _num(entry.get("ci_low")), _num(entry.get("ci_high"))
+Entry = LatencyEntry | RateEntry | CheckEntry | CountEntry | ValueEntry
+
+
+def _measurement(e: Entry) -> Measurement:
+    """One scorecard entry (latency, rate, task check, count or value) as a Measurement."""
+    if isinstance(e, LatencyEntry):
+        units = [
+            Unit(
+                v.ref,
+                v.session or _session_of(v.ref),
+                None if v.censored or _num(v.value_ms) is None else _num(v.value_ms),
+                v.censored or _num(v.value_ms) is None,
+            )
+            for v in e.values
+        ]
+        summary = e.model_dump(include={"n", "p50", "p95", "p99", "n_censored", "withheld"})
+        summary.update({"p50_ci": e.p50_ci, "p95_ci": e.p95_ci})
+        return Measurement._from_latency_summary(summary, units)
+    if isinstance(e, RateEntry | CheckEntry):
+        k = e.k if isinstance(e, RateEntry) else e.passed
+        value = e.value if isinstance(e, RateEntry) else e.rate
+        lo, hi = _num(e.ci_low), _num(e.ci_high)
         return Measurement(
             kind="rate",
-            n=n,
+            n=e.n,
             k=None if k is None else int(k),
-            value=value,
+            value=_num(value),
             ci={"rate": (lo, hi)} if lo is not None or hi is not None else {},
-            units=_rate_units(entry),
+            units=_opportunity_units(e.events, e.denominator),
         )
-    if kind == "count":
-        total = _num(entry.get("total", entry.get("value")))
-        n = int(entry.get("sessions_counted", entry.get("n")) or 0)
-        refs = [str(r) for r in entry.get("events") or entry.get("refs") or []]
+    if isinstance(e, CountEntry):
+        total = _num(e.total)
         return Measurement(
             kind="count",
-            n=n,
+            n=e.sessions_counted,
             value=total,
             k=None if total is None else int(total),
-            units=[Unit(r, _session_of(r), event=True) for r in refs],
+            units=[Unit(r, _session_of(r), event=True) for r in e.events],
         )
-    value = _num(entry.get("value"))
     return Measurement(
         kind="value",
-        n=int(entry.get("n") or 0),
-        value=value,
-        k=None if entry.get("k") is None else int(entry["k"]),
-        units=_rate_units(entry),
+        n=e.n,
+        value=_num(e.value),
+        k=e.k,
+        units=_opportunity_units(e.events, e.denominator),
     )
 
 
 def _row_level(
     m: Measurement,
-    entry: Mapping[str, Any],
+    stated: str | None,
     run_level: str | None,
     session_levels: Mapping[str, str | None],
 ) -> tuple[str | None, str]:
     """The level a metric was measured at: the weakest level among the sessions behind it
     (a sample is only as strong as its weakest part); unknown if any of them is unknown."""
-    explicit = _level(entry.get("evidence_level")) if isinstance(entry, dict) else None
+    explicit = _level(stated)
     if explicit is not None:
         return explicit, "level stated by the scorer for this metric"
     sessions = {u.session for u in m.units}
@@ -601,117 +599,84 @@ def _row_level(
     return run_level, "run-wide evidence level"
 
 
-_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("latencies", "latency"),
-    ("rates", "rate"),
-    ("counts", "count"),
-    ("values", "value"),
-)
+def _entries(block: Overall | GroupCard) -> list[tuple[str, str, Entry]]:
+    """(name, source, entry) of every metric of an overall block or a split group."""
+    out: list[tuple[str, str, Entry]] = []
+    sections: tuple[tuple[str, Mapping[str, Entry]], ...] = (
+        ("latencies", block.latencies),
+        ("rates", block.rates),
+        ("counts", block.counts),
+        ("values", block.values),
+    )
+    for section, entries in sections:
+        out += [(name, f"overall.{section}.{name}", e) for name, e in entries.items()]
+    if isinstance(block, Overall) and block.task is not None:
+        out += [(n, f"overall.task.checks.{n}", e) for n, e in block.task.checks.items()]
+        out += [(n, f"overall.task.counts.{n}", e) for n, e in block.task.counts.items()]
+    return out
 
 
 def metric_table_from_report(
-    report: Mapping[str, Any],
+    report: Scorecard | Mapping[str, Any],
     *,
     run_dir: str | Path | None = None,
     run_info: Mapping[str, Any] | None = None,
     system: str | None = None,
 ) -> MetricTable:
-    """Build the table of one system of a duplex run from its ``report.json`` content.
+    """The table of one system of a duplex run, read from its Scorecard (a report.json's
+    content is validated into one first).
 
-    Reads ``systems[].overall`` (``latencies``, ``rates``, optional ``counts``/``values`` and a
-    ``task`` block shaped like ``task.aggregate_tasks``), per-split values from ``groups``
-    entries (``group``, ``name`` and the same sections) or from ``by[key][value]`` inside an
-    entry, the ``evidence`` block (``level`` run-wide; optional ``sessions`` levels; per
-    call/session ``evidence_level``) and the ``calls`` / ``sessions`` list for replay sources
-    (``bundle`` folder relative to the run, else the recording's ``audio`` files, else
-    ``bundles/<id>``). ``run_info`` (``run.json``, read from ``run_dir`` when omitted) supplies
-    the provenance. ``system`` picks a system when the run has several.
+    Per metric: the overall entry (latencies, rates, counts, values, task checks and counts)
+    and its splits (``by`` inside an entry, or the system's ``groups``), at the weakest
+    evidence level of the sessions behind it; the sessions' replay sources (bundle, else
+    the recording's audio, else ``bundles/<id>``); the run's hours. ``run_info``
+    (``run.json``, read from ``run_dir`` when omitted) supplies the provenance. ``system``
+    picks a system when the run has several.
     """
-    from voxeval.core.errors import InputError
-
+    card = report if isinstance(report, Scorecard) else Scorecard.model_validate(report)
     rdir = Path(run_dir) if run_dir is not None else None
     if run_info is None and rdir is not None and (rdir / "run.json").is_file():
         run_info = json.loads((rdir / "run.json").read_text(encoding="utf-8"))
-    systems = [s for s in report.get("systems") or [] if isinstance(s, dict)]
-    names = [str(s.get("system")) for s in systems]
-    if system is not None:
-        if system not in names:
-            raise InputError(f"system {system!r} not in this run (it has: {', '.join(names)})")
-        entry = systems[names.index(system)]
-    elif len(systems) == 1:
-        entry = systems[0]
-    elif not systems:
-        raise InputError("the report lists no systems: nothing was measured")
-    else:
-        raise InputError(f"the run has several systems; choose one of: {', '.join(names)}")
-    spec = str(entry.get("system"))
-    overall = entry.get("overall") or {}
-
-    listed = report.get("sessions") or report.get("calls") or []
-    sessions = [
-        e
-        for e in listed
-        if isinstance(e, dict)
-        and (e.get("id") or e.get("session_id")) is not None
-        and e.get("system", spec) == spec
-    ]
-    replay = {src.session: src for src in (_replay_source(e, rdir) for e in sessions)}
-    durations = [_num(e.get("duration_s")) for e in sessions]
+    entry = card.system(system)
+    spec = entry.system
+    sessions = [s for s in card.sessions if (s.system or spec) == spec]
+    replay = {src.session: src for src in (_replay_source(s, rdir) for s in sessions)}
+    durations = [_num(s.duration_s) for s in sessions]
     hours = (
         sum(d for d in durations if d is not None) / 3600.0
         if durations and all(d is not None for d in durations)
         else None
     )
-    ev = report.get("evidence") if isinstance(report.get("evidence"), dict) else {}
-    run_level = _level(ev.get("level")) if ev else None
-    run_note = str(ev.get("note") or ev.get("status") or "") if ev else ""
-    levels = _session_levels(report, sessions)
+    run_level = _level(card.evidence.level)
+    run_note = str(card.evidence.note or card.evidence.status or "")
+    levels = _session_levels(card, sessions)
 
     rows: dict[str, MetricRow] = {}
-
-    def add(name: str, kind: str, item: Any, source: str) -> None:
-        m = _measurement(kind, item)
-        if m is None:
-            return
-        level, note = _row_level(m, item, run_level, levels)
+    for name, source, item in _entries(entry.overall):
+        m = _measurement(item)
+        level, note = _row_level(m, item.evidence_level, run_level, levels)
         row = MetricRow(
             name=name,
             source=source,
             overall=m,
             evidence_level=level,
             evidence_note=note,
-            definition=str(item.get("definition") or ""),
+            definition=item.definition,
         )
-        for key, by_value in (item.get("by") or {}).items():
-            if isinstance(by_value, dict):
-                for value, sub in by_value.items():
-                    sm = _measurement(kind, sub)
-                    if sm is not None:
-                        row.splits.setdefault(str(key), {})[str(value)] = sm
+        by: Mapping[str, Mapping[str, Entry]] = getattr(item, "by", {}) or {}
+        for key, by_value in by.items():
+            for value, sub in by_value.items():
+                row.splits.setdefault(str(key), {})[str(value)] = _measurement(sub)
         rows[name] = row
+    for g in entry.groups:
+        for name, _, item in _entries(g):
+            if name in rows:
+                rows[name].splits.setdefault(g.group, {})[g.name] = _measurement(item)
 
-    for section, kind in _SECTIONS:
-        for name, item in (overall.get(section) or {}).items():
-            add(str(name), kind, item, f"overall.{section}.{name}")
-    task = overall.get("task") or overall.get("tasks")
-    if isinstance(task, dict):
-        for name, item in (task.get("checks") or {}).items():
-            add(str(name), "rate", item, f"overall.task.checks.{name}")
-        for name, item in (task.get("counts") or {}).items():
-            add(str(name), "count", item, f"overall.task.counts.{name}")
-    for g in entry.get("groups") or []:
-        if not isinstance(g, dict) or "group" not in g or "name" not in g:
-            continue
-        for section, kind in _SECTIONS:
-            for name, item in (g.get(section) or {}).items():
-                sm = _measurement(kind, item)
-                if sm is not None and str(name) in rows:
-                    rows[str(name)].splits.setdefault(str(g["group"]), {})[str(g["name"])] = sm
-
-    errored = [str(f.get("id")) for f in entry.get("failures") or [] if isinstance(f, dict)]
+    errored = [str(f.get("id")) for f in entry.failures if isinstance(f, dict)]
     return MetricTable(
         rows=rows,
-        run_id=report.get("run_id") or (run_info or {}).get("run_id"),
+        run_id=card.run_id or (run_info or {}).get("run_id"),
         system=spec,
         evidence_level=run_level,
         evidence_note=run_note,
@@ -722,9 +687,9 @@ def metric_table_from_report(
     )
 
 
-def metric_table_from_run(run_dir: str | Path, *, system: str | None = None) -> MetricTable:
-    """``metric_table_from_report`` on a run folder: its ``report.json``, or the report
-    rebuilt in memory from the folder when the file is absent (nothing is written)."""
+def load_scorecard(run_dir: str | Path) -> tuple[Scorecard, dict[str, Any]]:
+    """A duplex run's Scorecard (its report.json, or rebuilt in memory from the folder when
+    the file is absent; nothing is written) and its run.json."""
     from voxeval.core.errors import InputError
     from voxeval.core.runstore import RunStore
 
@@ -733,20 +698,23 @@ def metric_table_from_run(run_dir: str | Path, *, system: str | None = None) -> 
     if info.get("suite") != "duplex":
         raise InputError(f"{run_dir} is a {info.get('suite')!r} run, not a duplex run")
     path = store.path / "report.json"
-    if path.is_file():
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
-    else:
-        from voxeval.core.registry import REGISTRY
-        from voxeval.report import json_safe
+    if not path.is_file():
+        from voxeval.suites.duplex.report import build_scorecard
 
-        builder = REGISTRY.suite("duplex").report
-        if builder is None:
-            raise InputError(f"{run_dir} has no report.json and no report builder")
-        report = json_safe(builder(store))
-    return metric_table_from_report(report, run_dir=store.path, run_info=info, system=system)
+        return build_scorecard(store), info
+    try:
+        return Scorecard.model_validate_json(path.read_bytes()), info
+    except ValidationError as exc:
+        raise InputError(
+            f"{path}: not a duplex scorecard: {exc.errors()[0]['msg']} at "
+            f"{'.'.join(map(str, exc.errors()[0]['loc']))}"
+        ) from None
+
+
+def metric_table_from_run(run_dir: str | Path, *, system: str | None = None) -> MetricTable:
+    """``metric_table_from_report`` on a run folder (``load_scorecard``)."""
+    card, info = load_scorecard(run_dir)
+    return metric_table_from_report(card, run_dir=Path(run_dir), run_info=info, system=system)
 
 
 # --------------------------------------------------------------------------- gate results

@@ -18,6 +18,7 @@ from voxeval.contracts.duplex import catalogue
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.comparison import quantile_difference, rate_difference
+from voxeval.suites.duplex.scorecard import Scorecard
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.session_score import SessionScore
 from voxeval.suites.duplex.scoring.stereo import METRICS_VERSION, CallInput
@@ -31,11 +32,17 @@ RATE_ORDER = tuple(
 """The turn-taking rates of recordings, in catalogue order."""
 
 
-def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
-    """The report of a duplex run: a bundle run (``config.mode == "bundles"``) or recordings."""
+def build_scorecard(store: RunStore, **options: Any) -> Scorecard:
+    """The Scorecard of a duplex run: a bundle run (``config.mode == "bundles"``) or
+    recordings, checked against the Scorecard model."""
     if (store.info().get("config") or {}).get("mode") == "bundles":
-        return build_bundle_report(store, **options)
-    return build_recordings_report(store)
+        return Scorecard.model_validate(build_bundle_report(store, **options))
+    return Scorecard.model_validate(build_recordings_report(store))
+
+
+def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
+    """report.json of a duplex run: its Scorecard's dump (``build_scorecard``)."""
+    return build_scorecard(store, **options).dump()
 
 
 def build_recordings_report(store: RunStore) -> dict[str, Any]:
@@ -109,7 +116,7 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
             "recordings' audio (acoustic events), not from agent-reported events.",
         },
         "systems": systems_out,
-        "calls": calls_out,
+        "sessions": calls_out,
         "rate_order": list(RATE_ORDER),
         "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
     }

@@ -115,7 +115,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             )
     out.append("\n## Calls\n")
     rows = []
-    for c in report["calls"]:
+    for c in report["sessions"]:
         lat = [
             t["response_latency_ms"] for t in c["turns"] if t.get("response_latency_ms") is not None
         ]
@@ -160,7 +160,7 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
                 )
             )
     body.append("<h2>Calls</h2>")
-    for c in report["calls"]:
+    for c in report["sessions"]:
         body.append(_call_html(c, store))
     return "".join(body)
 
