@@ -3,7 +3,8 @@
 ``voxeval.wer`` scores texts with the same normalizers and counts as ``asr score``;
 ``voxeval.run`` runs a suite on items (a path in any manifest format, a list of dicts or
 :class:`~voxeval.core.items.Item`) with systems (spec strings, or Python objects with the
-capability's method, or plain callables); ``voxeval.load_run`` opens a run folder.
+capability's method, or plain callables); ``voxeval.load_run`` opens a run folder;
+``voxeval.score_call`` scores one two-channel conversation with a voice agent.
 See ``docs/api.md``.
 """
 
@@ -13,11 +14,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxeval.core.errors import InputError
 from voxeval.core.items import Item
 from voxeval.core.records import Record
+
+if TYPE_CHECKING:
+    from voxeval.suites.duplex.scoring.session_score import SessionScore
 
 SUITES = ("asr", "su", "tts")
 
@@ -189,3 +193,56 @@ def run(
             raise InputError("su needs tasks=[...] (e.g. ['emotion'])")
         store = run_su(source, tasks, specs, out, **options)
     return load_run(store.path)
+
+
+def score_call(
+    user: str | Path | Any,
+    agent: str | Path | Any | None = None,
+    *,
+    sample_rate: int | None = None,
+    user_channel: int = 0,
+    labels: Sequence[Mapping[str, Any]] = (),
+    detector: str = "silero",
+) -> SessionScore:
+    """One call with a voice agent scored as ``voxeval duplex score --stereo`` scores it.
+
+    ``user``: a two-channel recording (``agent`` None; ``user_channel`` says which side is the
+    user), or the user side as a file or as samples (then ``sample_rate``); ``agent``: the
+    agent side likewise. ``labels``: expected turn actions (``start_s``, ``end_s``,
+    ``expected_actions``). Returns the call's ``SessionScore``: its speech segments, and
+    ``.analysis("call")`` with the turn-taking rates (k of n, each with its denominator) and
+    latencies (censored where the agent never answered or never stopped).
+    """
+    import numpy as np
+
+    from voxeval.core.audio import Audio, resample
+    from voxeval.suites.duplex.scoring.session_score import SessionScore
+    from voxeval.suites.duplex.scoring.stereo import (
+        ANALYSIS_SR,
+        CallInput,
+        load_channels,
+        segment_sides,
+    )
+
+    def side(x: Any, name: str) -> np.ndarray:
+        if isinstance(x, str | Path):
+            call = CallInput(id="call", user=str(x), agent=str(x))
+            return load_channels(call)[0]
+        if sample_rate is None:
+            raise InputError(f"{name} is given as samples: sample_rate is needed")
+        samples = np.asarray(x, dtype=np.float32)
+        if samples.ndim != 1:
+            raise InputError(f"{name} samples must be one channel, got shape {samples.shape}")
+        return resample(Audio(samples, int(sample_rate)), ANALYSIS_SR).samples
+
+    if agent is None:
+        if not isinstance(user, str | Path):
+            raise InputError("one argument must be a two-channel recording (a path)")
+        u, a, _ = load_channels(CallInput(id="call", stereo=str(user), user_channel=user_channel))
+    else:
+        u, a = side(user, "user"), side(agent, "agent")
+        n = max(len(u), len(a))
+        u, a = np.pad(u, (0, n - len(u))), np.pad(a, (0, n - len(a)))
+    output = segment_sides(u, a, ANALYSIS_SR, detector)
+    output["labels"] = [dict(x) for x in labels]
+    return SessionScore.model_validate(json.loads(json.dumps(output)))  # as a record holds it

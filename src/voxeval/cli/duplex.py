@@ -25,7 +25,7 @@ from voxeval.cli.common import (
     subset_flags,
 )
 
-SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix")
+SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix", "scorecard")
 
 detector_option = click.option(
     "--detector",
@@ -83,7 +83,8 @@ def validate_cmd(paths: tuple[Path, ...], errors_only: bool) -> None:
     help="Write KIND.json files into this folder (printed) instead of printing the schema.",
 )
 def schema_cmd(kind: str | None, out: Path | None) -> None:
-    """Print or write the JSON Schema of a scenario, event, manifest or matrix (all if no KIND)."""
+    """Print or write the JSON Schema of a scenario, event, manifest, matrix or scorecard
+    (report.json); all if no KIND."""
     import json
 
     from voxeval.contracts.duplex.schemas import SCHEMA_KINDS, export_schemas, json_schemas
@@ -494,21 +495,20 @@ def import_realtime_cmd(log: Path, out: Path, session_id: str | None, time_unit:
     default=None,
     help="Which system of the run to gate (needed only when the run has several).",
 )
-@results_out_option
 def gate_cmd(
     run: Path,
     matrix_path: Path,
     baseline: Path | None,
     junit: Path | None,
     system: str | None,
-    out: Path,
 ) -> None:
     """Check a duplex run against an acceptance matrix and recommend one release action.
 
     Per gate: preconditions (measured, enough samples per split, failures replayable,
     versions recorded), evidence level, then threshold. Prints the gate table and the
     recommendation (roll_back > block > keep_in_shadow > collect_more_data > ship) with
-    its reasons; writes OUT/<run_id>/gate.json and gate.md and prints that folder last.
+    its reasons; writes RUN/gate.json, gate.md, gate.txt and gate.junit.xml (as `duplex run
+    --matrix` does), embeds the gate in RUN/report.json and prints RUN last.
 
     Exit 0 only when the recommendation is ship; 1 otherwise, including collect_more_data
     (nothing was shown to pass); 2 for usage errors (a matrix with problems is printed as
@@ -521,7 +521,7 @@ def gate_cmd(
         evaluate_matrix,
         metric_table_from_run,
         render_text,
-        write_gate_report,
+        write_gate_files,
         write_junit,
     )
 
@@ -541,7 +541,7 @@ def gate_cmd(
         sys.exit(EXIT_USAGE)
     report = evaluate_matrix(matrix, table, baseline=base)
     click.echo(render_text(report))
-    path = write_gate_report(report, out)
+    path = write_gate_files(report, run)
     if junit is not None:
         click.echo(f"junit: {write_junit(report, junit)}", err=True)
     print_result_path(path)
@@ -715,11 +715,12 @@ def run_cmd(
             evaluate_matrix,
             metric_table_from_run,
             render_text,
+            write_gate_files,
         )
 
         decision = evaluate_matrix(matrix_doc, metric_table_from_run(store.path))
         if flags.chatty or decision.exit_code:
             click.echo(render_text(decision), err=True)
-        (store.path / "gate.txt").write_text(render_text(decision) + "\n")
+        write_gate_files(decision, store.path)
         code = decision.exit_code
     finish_run(store.path, max_failures, flags, code=code)

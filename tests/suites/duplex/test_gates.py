@@ -18,6 +18,7 @@ from voxeval.cli.main import cli
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.stats.intervals import newcombe_diff
 from voxeval.suites.duplex.gates import (
+    GATE_FILES,
     PRECEDENCE,
     GateStatus,
     Measurement,
@@ -494,8 +495,6 @@ def test_cli_recordings_run_exits_1_and_writes_gate_json(
             str(recordings_run),
             "--matrix",
             str(EXAMPLE_MATRIX),
-            "--out",
-            str(tmp_path / "gates"),
             "--junit",
             str(junit),
             "--baseline",
@@ -505,7 +504,11 @@ def test_cli_recordings_run_exits_1_and_writes_gate_json(
     assert res.exit_code == 1, res.output
     lines = res.stdout.strip().splitlines()
     out_dir = Path(lines[-1])
-    assert out_dir.parent == tmp_path / "gates" and out_dir.name.startswith("gate-")
+    assert out_dir == recordings_run  # the gate files live in the gated run
+    assert sorted(p.name for p in out_dir.glob("gate*")) == sorted(GATE_FILES)
+    embedded = json.loads((out_dir / "report.json").read_text())["gate"]
+    assert embedded == json.loads((out_dir / "gate.json").read_text())
+    assert (out_dir / "gate.junit.xml").read_text() == junit.read_text()
     assert "recommendation: collect_more_data" in res.stdout
     body = json.loads((out_dir / "gate.json").read_text())
     assert body["recommendation"] == "collect_more_data" and body["exit_code"] == 1
@@ -542,13 +545,13 @@ def test_cli_ship_exits_0_and_failure_exits_1(tmp_path: Path) -> None:
             """
         )
     )
-    res = _gate([str(run), "-m", str(ok), "--out", str(tmp_path / "g")])
+    res = _gate([str(run), "-m", str(ok)])
     assert res.exit_code == 0, res.output
     assert "recommendation: ship" in res.stdout
     assert "VERIFIED at L3" in res.stdout
     strict = tmp_path / "strict.yaml"
     strict.write_text(ok.read_text().replace("threshold: 900", "threshold: 300"))
-    res = _gate([str(run), "-m", str(strict), "--out", str(tmp_path / "g")])
+    res = _gate([str(run), "-m", str(strict)])
     assert res.exit_code == 1 and "recommendation: roll_back" in res.stdout
 
 
@@ -559,13 +562,13 @@ def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
         "id: broken\ngates:\n  - id: x\n    metric: m\n    statistic: p97\n"
         "    comparator: '<='\n    threshold: 1\n    min_evidence: L2\n    on_fail: roll_back\n"
     )
-    res = _gate([str(run), "-m", str(bad), "--out", str(tmp_path / "g")])
+    res = _gate([str(run), "-m", str(bad)])
     assert res.exit_code == 2
     assert f"{bad}:5: error:" in res.stderr
     assert not (tmp_path / "g").exists()
     not_a_run = tmp_path / "empty"
     not_a_run.mkdir()
-    res = _gate([str(not_a_run), "-m", str(EXAMPLE_MATRIX), "--out", str(tmp_path / "g")])
+    res = _gate([str(not_a_run), "-m", str(EXAMPLE_MATRIX)])
     assert res.exit_code == 2 and "not a run directory" in res.stderr
     res = _gate([str(run), "-m", str(tmp_path / "nope.yaml")])
     assert res.exit_code == 2

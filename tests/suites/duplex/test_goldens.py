@@ -141,18 +141,30 @@ def invoke(*args: str) -> Path:
     return Path(result.output.strip().splitlines()[-1])
 
 
-def gate_json(run: Path, baseline: Path, out: Path) -> Any:
+def gate_json(run: Path, baseline: Path) -> Any:
+    """``duplex gate RUN --baseline B`` as the CLI writes it (into RUN: give it a run the
+    test owns)."""
     folder = invoke(
-        "duplex", "gate", str(run), "--matrix", str(MATRIX), "--baseline", str(baseline),
-        "--out", str(out),
-    )  # fmt: skip
+        "duplex", "gate", str(run), "--matrix", str(MATRIX), "--baseline", str(baseline)
+    )
+    assert folder == run
     return json.loads((folder / "gate.json").read_text(encoding="utf-8"))
+
+
+def gate_dict(run: Path, baseline: Path) -> Any:
+    """The same GateReport through the Python API, writing nothing (for shared runs)."""
+    from voxeval.suites.duplex.evidence.validate import load_matrix
+    from voxeval.suites.duplex.gates import evaluate_matrix, metric_table_from_run
+
+    table, base = metric_table_from_run(run), metric_table_from_run(baseline)
+    report = evaluate_matrix(load_matrix(MATRIX), table, baseline=base)
+    return json.loads(json.dumps(report.to_dict()))
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("reference-ranking")
 def test_careful_and_naive_runs_match_their_goldens(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     _needs_speech_stack()
     runs = {
@@ -161,9 +173,9 @@ def test_careful_and_naive_runs_match_their_goldens(
     }
     for policy, run in runs.items():
         assert_same(f"{policy}.report.json", json.loads((run / "report.json").read_text()))
-    gate = gate_json(runs["careful"], runs["naive"], tmp_path)
+    gate = gate_dict(runs["careful"], runs["naive"])
     assert_same("careful.gate.json", gate)
-    assert_same("naive.gate.json", gate_json(runs["naive"], runs["careful"], tmp_path))
+    assert_same("naive.gate.json", gate_dict(runs["naive"], runs["careful"]))
     assert_report_and_gate_agree(runs["careful"], runs["naive"], gate)
 
 
@@ -202,7 +214,7 @@ def test_a_scored_stereo_call_matches_its_golden(tmp_path: Path) -> None:
     }  # fmt: skip
     run, baseline = calls["d02_bargein_cut_200"], calls["d03_bargein_cut_450"]
     assert_same("stereo.report.json", json.loads((run / "report.json").read_text()))
-    assert_same("stereo.gate.json", gate_json(run, baseline, tmp_path))
+    assert_same("stereo.gate.json", gate_json(run, baseline))
 
 
 def test_an_imported_realtime_log_matches_its_golden(tmp_path: Path) -> None:

@@ -128,3 +128,26 @@ def test_a_named_mono_file_is_exit_2_and_bad_files_in_a_folder_are_error_records
     lat_two = [t["response_latency_ms"] for t in rep_two["sessions"][0]["turns"]]
     assert np.allclose(lat_sw, lat_two) and abs(lat_two[0] - 650) < 25
     assert rep_sw["systems"][0]["status_counts"] == {"error": 3, "ok": 1}
+
+
+def test_score_call_gives_what_duplex_score_stores(tmp_path: Path) -> None:
+    """The Python API scores a call as the CLI does: from the stereo file, from its two sides
+    as samples, and with the channels swapped (user_channel=1)."""
+    import voxeval
+
+    _kit()
+    path = KIT / "wav" / "d02_bargein_cut_200.wav"
+    run = _invoke(["duplex", "score", "--stereo", str(path), "--out", str(tmp_path)])
+    (record,) = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    score = voxeval.score_call(path)
+    assert score.segments == record["output"]["segments"]
+    data, sr = sf.read(path, always_2d=True, dtype="float32")
+    from_samples = voxeval.score_call(data[:, 0], data[:, 1], sample_rate=sr)
+    assert from_samples.segments == score.segments
+    swapped = tmp_path / "swapped.wav"
+    sf.write(swapped, data[:, ::-1], sr, subtype="PCM_16")
+    assert voxeval.score_call(swapped, user_channel=1).segments == score.segments
+    analysis = score.analysis("call")
+    assert analysis.latencies["barge_in_stop_ms"].summary["n"] >= 1
+    with pytest.raises(voxeval.core.errors.InputError, match="sample_rate"):
+        voxeval.score_call(data[:, 0], data[:, 1])

@@ -30,13 +30,15 @@ from voxeval.contracts.duplex.matrix import (
 from voxeval.contracts.duplex.scenario import (
     Scenario,
 )
+from voxeval.contracts.duplex.scorecard import SCORECARD_SCHEMA_VERSION, Scorecard
 
-SCHEMA_KINDS: tuple[SchemaKind, ...] = ("scenario", "event", "manifest", "matrix")
+SCHEMA_KINDS: tuple[SchemaKind, ...] = ("scenario", "event", "manifest", "matrix", "scorecard")
 _SCHEMA_MODELS: dict[str, tuple[type[BaseModel], int, str]] = {
     "scenario": (Scenario, SCENARIO_SCHEMA_VERSION, "voxeval full-duplex scenario"),
     "event": (Event, EVENT_SCHEMA_VERSION, "voxeval full-duplex ledger event (one JSONL line)"),
     "manifest": (BundleManifest, MANIFEST_SCHEMA_VERSION, "voxeval evidence bundle manifest"),
     "matrix": (AcceptanceMatrix, MATRIX_SCHEMA_VERSION, "voxeval acceptance matrix"),
+    "scorecard": (Scorecard, SCORECARD_SCHEMA_VERSION, "voxeval duplex scorecard (report.json)"),
 }
 SCHEMAS_DIR = Path(__file__).parent / "schemas"
 

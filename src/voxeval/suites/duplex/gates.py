@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,9 +68,7 @@ from pydantic import ValidationError
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS, evidence_at_least
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
-from voxeval.stats.comparison import quantile_difference, rate_difference
-from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.scorecard import (
+from voxeval.contracts.duplex.scorecard import (
     CheckEntry,
     CountEntry,
     GroupCard,
@@ -80,9 +79,12 @@ from voxeval.suites.duplex.scorecard import (
     SessionCard,
     ValueEntry,
 )
+from voxeval.stats.comparison import quantile_difference, rate_difference
+from voxeval.stats.intervals import wilson_interval
 
 __all__ = [
     "GATES_VERSION",
+    "GATE_FILES",
     "PRECEDENCE",
     "BaselineDiff",
     "Check",
@@ -104,7 +106,7 @@ __all__ = [
     "recommend",
     "render_markdown",
     "render_text",
-    "write_gate_report",
+    "write_gate_files",
     "write_junit",
 ]
 
@@ -1493,17 +1495,32 @@ def render_markdown(report: GateReport) -> str:
     return "\n".join(out)
 
 
-def write_gate_report(report: GateReport, out_parent: str | Path) -> Path:
-    """Write ``gate.json`` and ``gate.md`` into ``out_parent/<gate run id>/``; returns it."""
-    from voxeval.core.runstore import new_run_id
+GATE_FILES = ("gate.json", "gate.md", "gate.txt", "gate.junit.xml")
+"""What gating a run leaves in it, whichever command gated it (``duplex gate``, ``duplex run
+--matrix``): the GateReport, its table for people, its text, and JUnit XML for CI."""
 
-    path = Path(out_parent) / new_run_id("gate")
-    path.mkdir(parents=True, exist_ok=False)
-    (path / "gate.json").write_text(
-        json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    (path / "gate.md").write_text(render_markdown(report), encoding="utf-8")
-    return path
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_gate_files(report: GateReport, run_dir: str | Path) -> Path:
+    """Write ``GATE_FILES`` into the gated run's folder and embed the GateReport under
+    ``gate`` in its report.json (the Scorecard); returns the folder."""
+    run = Path(run_dir)
+    body = report.to_dict()
+    _atomic_write(run / "gate.json", json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    _atomic_write(run / "gate.md", render_markdown(report))
+    _atomic_write(run / "gate.txt", render_text(report) + "\n")
+    write_junit(report, run / "gate.junit.xml")
+    path = run / "report.json"
+    if path.is_file():
+        card = Scorecard.model_validate_json(path.read_bytes())
+        card.gate = body
+        _atomic_write(path, json.dumps(card.dump(), indent=1, ensure_ascii=False) + "\n")
+    return run
 
 
 def write_junit(report: GateReport, path: str | Path) -> Path:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.contracts.duplex import catalogue
+from voxeval.contracts.duplex.scorecard import Scorecard
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.comparison import quantile_difference, rate_difference
-from voxeval.suites.duplex.scorecard import Scorecard
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.session_score import SessionScore
 from voxeval.suites.duplex.scoring.stereo import METRICS_VERSION, CallInput

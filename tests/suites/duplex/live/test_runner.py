@@ -190,3 +190,30 @@ def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
     assert rec["status"] == "ok"
     assert "exit 1" in rec["output"]["session_stats"]["state_probe"]["problem"]
     assert not (path / rec["output"]["bundle"] / "final-state.json").exists()
+
+
+def test_run_with_a_matrix_leaves_the_same_gate_files_as_duplex_gate(tmp_path: Path) -> None:
+    """Whichever command gates a run, RUN/gate.json, gate.md, gate.txt and gate.junit.xml are
+    its files, and report.json embeds the same GateReport under ``gate``."""
+    from voxeval.suites.duplex.gates import GATE_FILES
+
+    folder = scenario_dir(tmp_path)
+    (folder / "broken.yaml").unlink()
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "id: no-missed-interruptions\ngates:\n  - id: missed\n    metric: missed_interruption_rate\n"
+        "    statistic: rate\n    comparator: '<='\n    threshold: 0\n    min_evidence: L1\n"
+        "    on_fail: roll_back\n"
+    )
+    argv = ["--scenarios", str(folder), "--agent", "energy?yields=false", "--detector", "energy"]
+    path, err = run([*argv, "--matrix", str(matrix), "--out", str(tmp_path / "runs")], code=1)
+    assert sorted(p.name for p in path.glob("gate*")) == sorted(GATE_FILES)
+    body = json.loads((path / "gate.json").read_text())
+    assert json.loads((path / "report.json").read_text())["gate"] == body
+    assert "recommendation" in (path / "gate.txt").read_text() and "recommendation" in err
+    again = CliRunner().invoke(cli, ["duplex", "gate", str(path), "-m", str(matrix)])
+    assert again.exit_code == 1 and Path(again.stdout.strip().splitlines()[-1]) == path
+    redone = json.loads((path / "gate.json").read_text())
+    assert {k: v for k, v in redone.items() if k != "generated_at"} == {
+        k: v for k, v in body.items() if k != "generated_at"
+    }

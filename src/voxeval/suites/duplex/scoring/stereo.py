@@ -95,9 +95,15 @@ def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
 
 def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
     """Detect both channels' segments; returns the record ``output`` (segments, duration)."""
+    user, agent, sr = load_channels(call)
+    return segment_sides(user, agent, sr, detector)
+
+
+def segment_sides(user: np.ndarray, agent: np.ndarray, sr: int, detector: str) -> dict[str, Any]:
+    """Speech segments of the two sides of one call (same clock, same length), with the
+    call's duration and the detector: the record ``output`` of a recording."""
     from voxeval.suites.duplex.evidence.acoustic import detect_segments
 
-    user, agent, sr = load_channels(call)
     segs = {
         "user": [
             asdict(s)
