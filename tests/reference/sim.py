@@ -7,12 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from voxeval.contracts.duplex.business import ToolAudit
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.reference.db import ClinicDB, tool_specs
 from voxeval.reference.dialogue import Action, DialogueManager, Say
 from voxeval.reference.dialogue import Event as DMEvent
-from voxeval.suites.duplex.scoring.task import TaskResult, ToolAudit, score_task
+from voxeval.suites.duplex.scoring.task import score_task
+from voxeval.suites.duplex.scoring.task_context import TaskResult
 
 MS = 1_000_000
 

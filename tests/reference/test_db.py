@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.reference.sim import SEED
+from voxeval.contracts.duplex.business import FinalStateMeta, ToolAudit
 from voxeval.contracts.duplex.scenario import Tool
 from voxeval.reference.db import DEFAULT_SLOTS, ClinicDB, normalize_phone, tool_specs
-from voxeval.suites.duplex.scoring.task import FinalStateMeta, ToolAudit
 
 MS = 1_000_000
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.reference.sim import BOOK_TEXT, SEED, Sim, Turn, desk, make_scenario
+from voxeval.contracts.duplex.business import ToolAudit
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.reference.db import ClinicDB, tool_specs
 from voxeval.reference.dialogue import (
@@ -17,7 +18,7 @@ from voxeval.reference.dialogue import (
     Event,
     Say,
 )
-from voxeval.suites.duplex.scoring.task import TaskResult, ToolAudit
+from voxeval.suites.duplex.scoring.task_context import TaskResult
 
 EMPTY_BOOK: dict[str, Any] = {**SEED, "appointments": []}
 BOOKED_TRUTH = {

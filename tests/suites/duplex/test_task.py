@@ -10,6 +10,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from voxeval.contracts.duplex.business import (
+    ToolAudit,
+    ToolCall,
+    export_task_schemas,
+    load_final_state,
+    load_tool_audit,
+    task_json_schema,
+)
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
@@ -17,23 +25,10 @@ from voxeval.stats.intervals import wilson_interval
 from voxeval.suites.duplex.evidence.ledger import write_events
 from voxeval.suites.duplex.evidence.validate import load_scenario
 from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
-from voxeval.suites.duplex.scoring.task import (
-    CHECKS,
-    TaskResult,
-    ToolAudit,
-    ToolCall,
-    aggregate_tasks,
-    export_task_schemas,
-    load_final_state,
-    load_tool_audit,
-    normalize_value,
-    score_bundle,
-    score_task,
-    task_failure_slice,
-    task_json_schema,
-    text_mentions,
-    values_equal,
-)
+from voxeval.suites.duplex.scoring.task import CHECKS, aggregate_tasks, score_bundle, score_task
+from voxeval.suites.duplex.scoring.task_context import TaskResult
+from voxeval.suites.duplex.scoring.task_slice import task_failure_slice
+from voxeval.suites.duplex.scoring.values import normalize_value, text_mentions, values_equal
 
 MS = 1_000_000
 
@@ -1152,7 +1147,7 @@ def test_only_user_segments_are_linked() -> None:
 
 
 def test_links_by_id_unless_the_times_contradict_it() -> None:
-    from voxeval.suites.duplex.scoring.task import UtteranceLinks
+    from voxeval.suites.duplex.scoring.task_slice import UtteranceLinks
 
     led = Ledger()
     truth(led, "u1", 500, 2500)

@@ -164,7 +164,7 @@ def _session(ref: str) -> str:
 
 def _task_result(d: Mapping[str, Any]) -> Any:
     """A ``task.TaskResult`` rebuilt from its ``to_dict()``."""
-    from voxeval.suites.duplex.scoring.task import TaskCheck, TaskResult
+    from voxeval.suites.duplex.scoring.task_context import TaskCheck, TaskResult
 
     checks = [
         TaskCheck(

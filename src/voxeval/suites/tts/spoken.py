@@ -44,6 +44,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from voxeval.core.english import MONTHS, SMALL_CARDINALS, SMALL_ORDINALS, TENS_ORDINALS
+
 __all__ = [
     "CriticalCheck",
     "canonical_chars",
@@ -91,51 +93,11 @@ _TENS: Final = {
 }
 _SCALES: Final = {"thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 _ORDINALS: Final = {
-    "first": "one",
-    "third": "three",
-    "fourth": "four",
-    "fifth": "five",
-    "sixth": "six",
-    "seventh": "seven",
-    "eighth": "eight",
-    "ninth": "nine",
-    "tenth": "ten",
-    "eleventh": "eleven",
-    "twelfth": "twelve",
-    "thirteenth": "thirteen",
-    "fourteenth": "fourteen",
-    "fifteenth": "fifteen",
-    "sixteenth": "sixteen",
-    "seventeenth": "seventeen",
-    "eighteenth": "eighteen",
-    "nineteenth": "nineteen",
-    "twentieth": "twenty",
-    "thirtieth": "thirty",
-    "fortieth": "forty",
-    "fiftieth": "fifty",
-    "sixtieth": "sixty",
-    "seventieth": "seventy",
-    "eightieth": "eighty",
-    "ninetieth": "ninety",
-    "hundredth": "hundred",
-    "thousandth": "thousand",
+    **{o: c for o, c in zip(SMALL_ORDINALS[1:], SMALL_CARDINALS[1:], strict=True) if o != "second"},
+    **TENS_ORDINALS,
 }
-_MONTHS: Final = frozenset(
-    {
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    }
-)
+"""Ordinal word -> cardinal word ("second" is left out: ``_second_as_ordinal`` decides it)."""
+_MONTHS: Final = frozenset(MONTHS)
 _MONTH_ABBR: Final = {
     "jan": "january",
     "feb": "february",

@@ -144,7 +144,7 @@ def test_tool_world_latency_results_and_idempotency(clips: dict[str, np.ndarray]
     assert calls["c1"]["committed"] and not calls["c2"]["committed"]  # same key: replayed
     assert calls["c3"]["committed"]  # a new key commits again (a duplicate side effect)
     assert [r[0] for r in agent.results] == ["c1", "c2", "c3"]
-    from voxeval.suites.duplex.scoring.task import ToolAudit
+    from voxeval.contracts.duplex.business import ToolAudit
 
     ToolAudit.model_validate(res.tool_audit)
 

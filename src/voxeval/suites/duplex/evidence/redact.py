@@ -343,7 +343,7 @@ def _norm(value: Any) -> str | None:
     """The canonical form the task checks compare (``task.normalize_value``) of a maskable
     scalar, or None for what is never masked (booleans, None, empty text, containers,
     tokens)."""
-    from voxeval.suites.duplex.scoring.task import normalize_value
+    from voxeval.suites.duplex.scoring.values import normalize_value
 
     if value is None or isinstance(value, bool):
         return None
@@ -656,7 +656,7 @@ def _tool_audit_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable
 
 
 def _final_state_values(doc: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Any], None]]]:
-    from voxeval.suites.duplex.scoring.task import META_KEY
+    from voxeval.contracts.duplex.business import META_KEY
 
     state = {k: v for k, v in doc.items() if k != META_KEY}
 

@@ -138,7 +138,7 @@ from voxeval.contracts.duplex.vocabulary import HistoryAction
 from voxeval.stats.intervals import wilson_interval
 
 if TYPE_CHECKING:
-    from voxeval.suites.duplex.scoring.task import UtteranceLink, UtteranceLinks
+    from voxeval.suites.duplex.scoring.task_slice import UtteranceLink, UtteranceLinks
 
 __all__ = [
     "CASE_RATES",
@@ -915,7 +915,7 @@ def _slice_base(kind: str, check: str, case: Mapping[str, Any]) -> dict[str, Any
 
 
 def _finish(out: dict[str, Any], gates: list[dict[str, Any]]) -> dict[str, Any]:
-    from voxeval.suites.duplex.scoring.task import UNKNOWN_ROOT_CAUSE
+    from voxeval.suites.duplex.scoring.task_slice import UNKNOWN_ROOT_CAUSE
 
     out["gates"] = gates
     out["event_ids"] = [c["event_id"] for c in out["chain"] if c.get("event_id")]
@@ -954,7 +954,7 @@ def _step(step: str, ident: Any, timed: Timed | None = None, note: str = "") -> 
 
 def _links_of(events: Sequence[Timed], links: UtteranceLinks | None) -> UtteranceLinks:
     if links is None:
-        from voxeval.suites.duplex.scoring.task import UtteranceLinks
+        from voxeval.suites.duplex.scoring.task_slice import UtteranceLinks
 
         links = UtteranceLinks(events)
     return links

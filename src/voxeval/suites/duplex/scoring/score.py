@@ -438,12 +438,9 @@ def score_bundle_folder(
             )
         )
     if scenario is not None:
-        from voxeval.suites.duplex.scoring.task import (
-            load_final_state,
-            load_tool_audit,
-            score_task,
-            task_failure_slice,
-        )
+        from voxeval.contracts.duplex.business import load_final_state, load_tool_audit
+        from voxeval.suites.duplex.scoring.task import score_task
+        from voxeval.suites.duplex.scoring.task_slice import task_failure_slice
 
         state = audit = None
         if (folder / "final-state.json").is_file():
@@ -473,7 +470,7 @@ def score_bundle_folder(
         notes_out.append("task and side effects not scored: no valid scenario.yaml")
 
     from voxeval.suites.duplex.scoring.recovery import history_slice, recovery_slice
-    from voxeval.suites.duplex.scoring.task import UtteranceLinks
+    from voxeval.suites.duplex.scoring.task_slice import UtteranceLinks
 
     rel = [(e, (session_ns(e, clocks) - origin) / 1e9) for e in base_events]
     links = UtteranceLinks(rel)
@@ -764,7 +761,7 @@ def scoring_config(detector: str) -> dict[str, Any]:
     fingerprint): the detector and the versions of every scorer."""
     from voxeval.suites.duplex.evidence.acoustic import detector_info
     from voxeval.suites.duplex.scoring.latency import METRICS_VERSION as LEDGER_METRICS_VERSION
-    from voxeval.suites.duplex.scoring.task import TASK_METRICS_VERSION
+    from voxeval.suites.duplex.scoring.task_context import TASK_METRICS_VERSION
     from voxeval.suites.duplex.scoring.turns import TURNS_VERSION
 
     return {

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from voxeval.contracts.duplex.event import Event
 
 if TYPE_CHECKING:
-    from voxeval.suites.duplex.scoring.task import UtteranceLink, UtteranceLinks
+    from voxeval.suites.duplex.scoring.task_slice import UtteranceLink, UtteranceLinks
 
 
 FAILURE_WINDOW_S = 2.0
@@ -97,7 +97,7 @@ def behaviour_slice(
     The layer is that of the first failing gate; with none failing the root cause is
     unknown.
     """
-    from voxeval.suites.duplex.scoring.task import UNKNOWN_ROOT_CAUSE, UtteranceLinks
+    from voxeval.suites.duplex.scoring.task_slice import UNKNOWN_ROOT_CAUSE, UtteranceLinks
 
     if links is None:
         links = UtteranceLinks(events)
