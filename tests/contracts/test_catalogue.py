@@ -14,7 +14,7 @@ from voxeval.suites.duplex.report import metric_rows
 from voxeval.suites.duplex.scoring.implemented import implemented_metrics
 from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
 from voxeval.suites.duplex.scoring.recovery import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
-from voxeval.suites.duplex.scoring.turns import DEFINITIONS
+from voxeval.suites.duplex.scoring.turn_metrics import DEFINITIONS
 
 KIND_OF_SCORER = {
     "latency": {"latency"},

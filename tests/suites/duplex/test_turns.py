@@ -17,18 +17,16 @@ import numpy as np
 import pytest
 
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.scoring.turns import (
+from voxeval.suites.duplex.scoring.turn_metrics import aggregate
+from voxeval.suites.duplex.scoring.turn_types import (
     ACTIONS,
     CallAnalysis,
-    Event,
     Label,
-    LatencyValue,
+    TurnEvent,
     TurnParams,
-    aggregate,
-    analyze_call,
-    compat_metrics,
-    percentile_summary,
 )
+from voxeval.suites.duplex.scoring.turns import LatencyValue, analyze_call, percentile_summary
+from voxeval.suites.duplex.scoring.turns_fdb import compat_metrics
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 MATCH_S = (
@@ -154,7 +152,7 @@ def _compare(a: CallAnalysis, f: dict[str, Any], tol_ms: float, acoustic: bool) 
 
 
 def _compare_event(
-    m: Event,
+    m: TurnEvent,
     e: dict[str, Any],
     f: dict[str, Any],
     utt: dict[str, dict[str, Any]],
@@ -278,7 +276,7 @@ def _a(*spans: tuple[float, float], level: float = -24.0) -> list[dict[str, Any]
     return [{"channel": 1, "start_s": a, "end_s": b, "level_dbfs": level} for a, b in spans]
 
 
-def _ev(a: CallAnalysis, kind: str | None = None) -> Event:
+def _ev(a: CallAnalysis, kind: str | None = None) -> TurnEvent:
     evs = [e for e in a.events if kind is None or e.kind == kind]
     assert len(evs) == 1, [(e.kind, e.onset_s) for e in a.events]
     return evs[0]

@@ -22,7 +22,7 @@ from voxeval.stats.comparison import quantile_difference, rate_difference
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.session_score import SessionScore
 from voxeval.suites.duplex.scoring.stereo import METRICS_VERSION, CallInput
-from voxeval.suites.duplex.scoring.turns import TURN_METRICS
+from voxeval.suites.duplex.scoring.turn_metrics import TURN_METRICS
 
 RATE_ORDER = tuple(
     m.name
@@ -47,7 +47,8 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
 
 def build_recordings_report(store: RunStore) -> dict[str, Any]:
     """Turn-taking metrics per system and per call, with denominators, CIs and timelines."""
-    from voxeval.suites.duplex.scoring.turns import aggregate, compat_metrics
+    from voxeval.suites.duplex.scoring.turn_metrics import aggregate
+    from voxeval.suites.duplex.scoring.turns_fdb import compat_metrics
 
     info = store.info()
     config = info.get("config", {})
@@ -301,7 +302,7 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
 def _system_block(
     spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
 ) -> dict[str, Any]:
-    from voxeval.suites.duplex.scoring.turns import aggregate
+    from voxeval.suites.duplex.scoring.turn_metrics import aggregate
 
     ok = [r for r in recs if r.status == "ok"]
     analyses = [SessionScore.of(r).analysis(r.id) for r in ok]

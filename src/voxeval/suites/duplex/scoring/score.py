@@ -762,7 +762,7 @@ def scoring_config(detector: str) -> dict[str, Any]:
     from voxeval.suites.duplex.evidence.acoustic import detector_info
     from voxeval.suites.duplex.scoring.latency import METRICS_VERSION as LEDGER_METRICS_VERSION
     from voxeval.suites.duplex.scoring.task_context import TASK_METRICS_VERSION
-    from voxeval.suites.duplex.scoring.turns import TURNS_VERSION
+    from voxeval.suites.duplex.scoring.turn_types import TURNS_VERSION
 
     return {
         "detector": detector_info(detector),

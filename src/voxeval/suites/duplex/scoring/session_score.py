@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from voxeval.core.records import Record
     from voxeval.suites.duplex.scoring.latency import LatencyPair, SessionMeta
-    from voxeval.suites.duplex.scoring.turns import CallAnalysis
+    from voxeval.suites.duplex.scoring.turn_types import CallAnalysis
 
 __all__ = ["PAIR_FIELDS", "PairsBlock", "SessionEvidence", "SessionScore"]
 
