@@ -11,9 +11,9 @@ from tests.conftest import REPO
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.catalogue import MetricDef
 from voxeval.suites.duplex.report import metric_rows
+from voxeval.suites.duplex.scoring.history import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
 from voxeval.suites.duplex.scoring.implemented import implemented_metrics
 from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
-from voxeval.suites.duplex.scoring.recovery import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
 from voxeval.suites.duplex.scoring.turn_metrics import DEFINITIONS
 
 KIND_OF_SCORER = {

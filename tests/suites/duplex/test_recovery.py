@@ -23,13 +23,12 @@ from tests.suites.duplex.test_bundle import (
     run_dir,
 )
 from voxeval.contracts.duplex.event import Event
-from voxeval.suites.duplex.scoring.recovery import (
+from voxeval.suites.duplex.scoring.history import (
     HISTORY_TOLERANCE_MS,
     AgentCut,
     history_consistency,
-    is_fault,
-    recovery_accuracy,
 )
+from voxeval.suites.duplex.scoring.recovery import is_fault, recovery_accuracy
 from voxeval.suites.duplex.scoring.score import score_bundle_folder
 
 D02 = "d02_bargein_cut_200"

@@ -11,13 +11,9 @@ from typing import Any
 import pytest
 
 from voxeval.contracts.duplex.event import Event
-from voxeval.suites.duplex.scoring.recovery import (
-    AgentCut,
-    history_consistency,
-    history_slice,
-    recovery_accuracy,
-    recovery_slice,
-)
+from voxeval.suites.duplex.scoring.history import AgentCut, history_consistency
+from voxeval.suites.duplex.scoring.recovery import recovery_accuracy
+from voxeval.suites.duplex.scoring.recovery_slices import history_slice, recovery_slice
 
 Timed = tuple[Event, float]
 

@@ -226,11 +226,8 @@ def after_break_rates(recs: Sequence[Record]) -> dict[str, Any]:
     each record keeps (``recovery.pool_cases``: k / n with a Wilson interval, the assessable
     refs, the not-assessable refs with their reasons). Sessions scored before these metrics
     existed hold no cases and add nothing."""
-    from voxeval.suites.duplex.scoring.recovery import (
-        HISTORY_DEFINITION,
-        RECOVERY_DEFINITION,
-        pool_cases,
-    )
+    from voxeval.suites.duplex.scoring.history import HISTORY_DEFINITION
+    from voxeval.suites.duplex.scoring.recovery import RECOVERY_DEFINITION, pool_cases
 
     defs = {"history_consistency": HISTORY_DEFINITION, "recovery_accuracy": RECOVERY_DEFINITION}
     out = {}

@@ -469,7 +469,7 @@ def score_bundle_folder(
     else:
         notes_out.append("task and side effects not scored: no valid scenario.yaml")
 
-    from voxeval.suites.duplex.scoring.recovery import history_slice, recovery_slice
+    from voxeval.suites.duplex.scoring.recovery_slices import history_slice, recovery_slice
     from voxeval.suites.duplex.scoring.task_slice import UtteranceLinks
 
     rel = [(e, (session_ns(e, clocks) - origin) / 1e9) for e in base_events]
@@ -598,14 +598,16 @@ def _after_break(
 ) -> dict[str, Any]:
     """``history_consistency`` and ``recovery_accuracy`` cases of the session (``recovery.py``:
     definitions, denominators, tolerance), as the record keeps them."""
-    from voxeval.suites.duplex.scoring.recovery import (
+    from voxeval.suites.duplex.scoring.history import (
         HISTORY_DEFINITION,
         HISTORY_TOLERANCE_MS,
+        agent_cuts,
+        history_consistency,
+    )
+    from voxeval.suites.duplex.scoring.recovery import (
         RECOVERY_DEFINITION,
         RECOVERY_VERSION,
-        agent_cuts,
         decisions_by_segment,
-        history_consistency,
         recovery_accuracy,
     )
 
