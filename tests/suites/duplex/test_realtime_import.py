@@ -20,12 +20,8 @@ from voxeval.contracts.duplex.common import Problem
 from voxeval.contracts.duplex.event import Event, ProducerClock
 from voxeval.contracts.duplex.realtime import CLIENT_PRODUCER, SERVER_PRODUCER
 from voxeval.suites.duplex.evidence.ledger import read_events
-from voxeval.suites.duplex.evidence.realtime_import import (
-    ONE_SIDED_WINDOW_NS,
-    ImportResult,
-    detect_time_unit,
-    import_realtime_log,
-)
+from voxeval.suites.duplex.evidence.realtime_import import ImportResult, import_realtime_log
+from voxeval.suites.duplex.evidence.realtime_records import ONE_SIDED_WINDOW_NS, detect_time_unit
 from voxeval.suites.duplex.evidence.validate import validate_path
 
 Step = tuple[float, str, dict[str, Any]]
