@@ -517,13 +517,9 @@ def gate_cmd(
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError
     from voxeval.suites.duplex.evidence.validate import DuplexInputError, load_matrix, validate_path
-    from voxeval.suites.duplex.gates import (
-        evaluate_matrix,
-        metric_table_from_run,
-        render_text,
-        write_gate_files,
-        write_junit,
-    )
+    from voxeval.suites.duplex.gate_output import render_text, write_gate_files, write_junit
+    from voxeval.suites.duplex.gate_table import metric_table_from_run
+    from voxeval.suites.duplex.gates import evaluate_matrix
 
     try:
         matrix = load_matrix(matrix_path)
@@ -711,12 +707,9 @@ def run_cmd(
     )
     code = EXIT_OK
     if matrix_doc is not None:
-        from voxeval.suites.duplex.gates import (
-            evaluate_matrix,
-            metric_table_from_run,
-            render_text,
-            write_gate_files,
-        )
+        from voxeval.suites.duplex.gate_output import render_text, write_gate_files
+        from voxeval.suites.duplex.gate_table import metric_table_from_run
+        from voxeval.suites.duplex.gates import evaluate_matrix
 
         decision = evaluate_matrix(matrix_doc, metric_table_from_run(store.path))
         if flags.chatty or decision.exit_code:

@@ -467,7 +467,7 @@ def test_kit_bundles_scored_end_to_end(kit_run: tuple[Path, dict[str, Any]]) -> 
 
 @pytest.mark.slow
 def test_gates_read_a_bundle_run(kit_run: tuple[Path, dict[str, Any]]) -> None:
-    from voxeval.suites.duplex.gates import metric_table_from_run
+    from voxeval.suites.duplex.gate_table import metric_table_from_run
 
     run, _ = kit_run
     table = metric_table_from_run(run)

@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from voxeval.cli.main import cli
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.stats.intervals import newcombe_diff
-from voxeval.suites.duplex.gates import (
-    GATE_FILES,
+from voxeval.suites.duplex.gate_output import GATE_FILES, write_junit
+from voxeval.suites.duplex.gate_table import metric_table_from_report, metric_table_from_run
+from voxeval.suites.duplex.gate_types import (
     PRECEDENCE,
     GateStatus,
     Measurement,
@@ -28,11 +29,8 @@ from voxeval.suites.duplex.gates import (
     ReplaySource,
     RowLabel,
     RunProvenance,
-    evaluate_matrix,
-    metric_table_from_report,
-    metric_table_from_run,
-    write_junit,
 )
+from voxeval.suites.duplex.gates import evaluate_matrix
 from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"

@@ -154,7 +154,8 @@ def gate_json(run: Path, baseline: Path) -> Any:
 def gate_dict(run: Path, baseline: Path) -> Any:
     """The same GateReport through the Python API, writing nothing (for shared runs)."""
     from voxeval.suites.duplex.evidence.validate import load_matrix
-    from voxeval.suites.duplex.gates import evaluate_matrix, metric_table_from_run
+    from voxeval.suites.duplex.gate_table import metric_table_from_run
+    from voxeval.suites.duplex.gates import evaluate_matrix
 
     table, base = metric_table_from_run(run), metric_table_from_run(baseline)
     report = evaluate_matrix(load_matrix(MATRIX), table, baseline=base)

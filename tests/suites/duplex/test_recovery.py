@@ -456,7 +456,7 @@ def after_break_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_rows_per_hour_and_gates(after_break_run: Path) -> None:
-    from voxeval.suites.duplex.gates import metric_table_from_run
+    from voxeval.suites.duplex.gate_table import metric_table_from_run
 
     report = report_of(after_break_run)
     system = report["systems"][0]

@@ -379,7 +379,7 @@ def test_redacted_bundle_never_rises_above_its_source_level(redacted: Path, tmp_
 
 def test_gates_read_the_redacted_level(source: Path, tmp_path: Path) -> None:
     """A run scored from redacted L3 bundles is measured at L3 (gates use the level)."""
-    from voxeval.suites.duplex.gates import metric_table_from_report
+    from voxeval.suites.duplex.gate_table import metric_table_from_report
 
     (tmp_path / "in").mkdir()
     shutil.copytree(source, tmp_path / "in" / "d02")

@@ -195,7 +195,7 @@ def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
 def test_run_with_a_matrix_leaves_the_same_gate_files_as_duplex_gate(tmp_path: Path) -> None:
     """Whichever command gates a run, RUN/gate.json, gate.md, gate.txt and gate.junit.xml are
     its files, and report.json embeds the same GateReport under ``gate``."""
-    from voxeval.suites.duplex.gates import GATE_FILES
+    from voxeval.suites.duplex.gate_output import GATE_FILES
 
     folder = scenario_dir(tmp_path)
     (folder / "broken.yaml").unlink()
