@@ -40,7 +40,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxeval.suites.duplex import acoustic as ac  # noqa: E402
+from voxeval.suites.duplex.evidence import acoustic as ac  # noqa: E402
 
 KIT = ROOT.parent / "shared" / "duplex_truth_dev"
 

@@ -72,7 +72,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 ECHO_24K = (
     "from voxeval.reference.server import serve_agent\n"
-    "from voxeval.suites.duplex.live.simple_agents import EchoAgent\n"
+    "from voxeval.systems.duplex.simple_agents import EchoAgent\n"
     "serve_agent(EchoAgent, port=0, sample_rate=24000, frame_ms={frame_ms},"
     " agent_thread={agent_thread}, ready=lambda url: print(url, flush=True))\n"
 )

@@ -28,12 +28,9 @@ import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
-from voxeval.suites.duplex.metrics import (
-    LatencyTable,
-    MetricAccumulator,
-    SessionMeta,
-)
-from voxeval.suites.duplex.schema import Event, ProducerClock
+from voxeval.contracts.duplex.event import Event, ProducerClock
+from voxeval.suites.duplex.scoring.latency import MetricAccumulator
+from voxeval.suites.duplex.scoring.latency_table import LatencyTable, SessionMeta
 
 MS = 1_000_000
 CONCURRENT = 4

@@ -84,8 +84,8 @@ def start_reference(policy: str) -> tuple[subprocess.Popen[str], str]:
 
 def warm_up(url: str) -> None:
     """A session of silence, so that the agent's models are loaded before the timed run."""
+    from voxeval.contracts.duplex.scenario import Scenario
     from voxeval.suites.duplex.live.session import SessionConfig, run_session
-    from voxeval.suites.duplex.schema import Scenario
     from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
 
     sc = Scenario.model_validate(
@@ -123,9 +123,9 @@ def main() -> int:
         print(f"skip: the reference agent or websockets is not installed ({exc})")
         return 0
     from voxeval.suites.duplex.live import session as session_mod
-    from voxeval.suites.duplex.live.render import default_cache_dir
     from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.live.stimuli import default_cache_dir
 
     scenarios = select_scenarios(load_scenario_set("demo"), args.only)
     if args.limit is not None:

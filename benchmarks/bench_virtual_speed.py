@@ -35,10 +35,10 @@ def main() -> int:
     except ImportError as exc:
         print(f"skip: the reference agent is not installed ({exc})")
         return 0
-    from voxeval.suites.duplex.live.render import default_cache_dir, render_segments
     from voxeval.suites.duplex.live.runner import select_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
     from voxeval.suites.duplex.live.session import SessionConfig, run_session
+    from voxeval.suites.duplex.live.stimuli import default_cache_dir, render_segments
 
     scenarios = select_scenarios(load_scenario_set("default"), args.only)
     full = not args.only and args.limit is None

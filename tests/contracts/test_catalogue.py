@@ -13,7 +13,7 @@ from voxeval.contracts.duplex.catalogue import MetricDef
 from voxeval.suites.duplex.report import metric_rows
 from voxeval.suites.duplex.scoring.history import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
 from voxeval.suites.duplex.scoring.implemented import implemented_metrics
-from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
+from voxeval.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS
 from voxeval.suites.duplex.scoring.turn_metrics import DEFINITIONS
 
 KIND_OF_SCORER = {

@@ -27,18 +27,22 @@ from voxeval.stats.percentiles import summarize_values
 from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
 from voxeval.suites.duplex.scoring import turns
 from voxeval.suites.duplex.scoring.latency import (
-    ALL_SPLIT_FIELDS,
-    DEFAULT_PAIRS,
-    LatencyPair,
-    LatencyTable,
     MetricAccumulator,
     NonMonotonicTimestampWarning,
-    PairDef,
-    SessionMeta,
-    definitions_table,
-    on,
     pairs_from_events,
     summarize,
+)
+from voxeval.suites.duplex.scoring.latency_pairs import (
+    DEFAULT_PAIRS,
+    PairDef,
+    definitions_table,
+    on,
+)
+from voxeval.suites.duplex.scoring.latency_table import (
+    ALL_SPLIT_FIELDS,
+    LatencyPair,
+    LatencyTable,
+    SessionMeta,
 )
 
 MS = 1_000_000

@@ -266,7 +266,7 @@ def add_per_hour(rates: Mapping[str, Any], hours: float) -> None:
 def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     """The ledger latency pairs of ``recs`` summarised (``metrics.LatencyTable``) overall and
     per stratum, with every pair as a ``values`` entry (censored ones with ``value_ms`` None)."""
-    from voxeval.suites.duplex.scoring.latency import LatencyTable
+    from voxeval.suites.duplex.scoring.latency_table import LatencyTable
 
     pairs = [p for r in recs for p in SessionScore.of(r).latency_pairs(r.id)]
     table = LatencyTable().extend(pairs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voxeval.suites.duplex.scoring.latency import DEFAULT_PAIRS
+from voxeval.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.task import CHECKS, COUNT_NAMES
 from voxeval.suites.duplex.scoring.turn_metrics import TURN_METRICS

@@ -277,11 +277,11 @@ def score_bundle_folder(
         validate_manifest,
     )
     from voxeval.suites.duplex.scoring.latency import (
-        DEFAULT_PAIRS,
         MetricAccumulator,
         NonMonotonicTimestampWarning,
-        SessionMeta,
     )
+    from voxeval.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS
+    from voxeval.suites.duplex.scoring.latency_table import SessionMeta
 
     folder = Path(folder)
     mpath = folder / "manifest.json"
@@ -762,7 +762,9 @@ def scoring_config(detector: str) -> dict[str, Any]:
     """What decides how bundles are scored (part of every bundle run's config and its resume
     fingerprint): the detector and the versions of every scorer."""
     from voxeval.suites.duplex.evidence.acoustic import detector_info
-    from voxeval.suites.duplex.scoring.latency import METRICS_VERSION as LEDGER_METRICS_VERSION
+    from voxeval.suites.duplex.scoring.latency_table import (
+        METRICS_VERSION as LEDGER_METRICS_VERSION,
+    )
     from voxeval.suites.duplex.scoring.task_context import TASK_METRICS_VERSION
     from voxeval.suites.duplex.scoring.turn_types import TURNS_VERSION
 

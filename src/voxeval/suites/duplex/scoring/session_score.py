@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from voxeval.core.records import Record
-    from voxeval.suites.duplex.scoring.latency import LatencyPair, SessionMeta
+    from voxeval.suites.duplex.scoring.latency_table import LatencyPair, SessionMeta
     from voxeval.suites.duplex.scoring.turn_types import CallAnalysis
 
 __all__ = ["PAIR_FIELDS", "PairsBlock", "SessionEvidence", "SessionScore"]
@@ -111,7 +111,7 @@ class SessionScore(BaseModel):
 
     def session_meta(self) -> SessionMeta:
         """The split fields as ``latency.SessionMeta``."""
-        from voxeval.suites.duplex.scoring.latency import SessionMeta
+        from voxeval.suites.duplex.scoring.latency_table import SessionMeta
 
         m = self.meta
         return SessionMeta(
@@ -125,7 +125,7 @@ class SessionScore(BaseModel):
 
     def latency_pairs(self, key: str) -> list[LatencyPair]:
         """The stored pairs as ``latency.LatencyPair`` (session id = the run key)."""
-        from voxeval.suites.duplex.scoring.latency import LatencyPair
+        from voxeval.suites.duplex.scoring.latency_table import LatencyPair
 
         if self.pairs is None:
             return []
