@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import REPO
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.catalogue import MetricDef
-from voxeval.suites.duplex.report import metric_rows
+from voxeval.suites.duplex.report_rows import metric_rows
 from voxeval.suites.duplex.scoring.history import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
 from voxeval.suites.duplex.scoring.implemented import implemented_metrics
 from voxeval.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS

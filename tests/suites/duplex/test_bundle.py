@@ -823,7 +823,7 @@ def test_what_changed_against_a_baseline(two_versions: tuple[Path, Path]) -> Non
 def test_paired_units_feed_compare(two_versions: tuple[Path, Path]) -> None:
     from voxeval.core.registry import REGISTRY
     from voxeval.report.compare import compare_runs
-    from voxeval.suites.duplex.report import paired_units
+    from voxeval.suites.duplex.paired import paired_units
 
     base, cur = two_versions
     ub = paired_units(RunStore.open(base))
@@ -853,7 +853,7 @@ def test_paired_units_feed_compare(two_versions: tuple[Path, Path]) -> None:
 
 
 def test_paired_units_of_a_recordings_run(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.report import paired_units
+    from voxeval.suites.duplex.paired import paired_units
 
     kit()
     run = run_dir(

@@ -16,7 +16,7 @@ def _report(store: RunStore, **options: Any) -> dict[str, Any]:
 
 
 def _paired_units(store: RunStore, **options: Any) -> dict[str, Any]:
-    from voxeval.suites.duplex.report import paired_units
+    from voxeval.suites.duplex.paired import paired_units
 
     return paired_units(store, **options)
 
