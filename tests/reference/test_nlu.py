@@ -7,14 +7,9 @@ from typing import Any
 import pytest
 
 from tests.reference.sim import desk
-from voxeval.reference.dialogue import (
-    DialogueManager,
-    _resolve_time,
-    say_date,
-    say_phone,
-    say_time,
-    understand,
-)
+from voxeval.reference.dialogue import DialogueManager
+from voxeval.reference.dialogue_base import _resolve_time
+from voxeval.reference.understanding import say_date, say_phone, say_time, understand
 
 BOOK = (
     "I'd like to book a cleaning on August tenth at ten a.m., my name is Sam Lee, "

@@ -44,6 +44,17 @@ SMALL_CARDINALS: Final = (
     "eighteen",
     "nineteen",
 )
+TENS_CARDINALS: Final = (
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+)
+"""Twenty to ninety (index + 2 = the tens digit)."""
 SMALL_ORDINALS: Final = (
     "zeroth",
     "first",
