@@ -9,7 +9,8 @@ import pytest
 from tests.reference.sim import desk
 from voxeval.reference.dialogue import DialogueManager
 from voxeval.reference.dialogue_base import _resolve_time
-from voxeval.reference.understanding import say_date, say_phone, say_time, understand
+from voxeval.reference.phrasing import say_date, say_phone, say_time
+from voxeval.reference.understanding import understand
 
 BOOK = (
     "I'd like to book a cleaning on August tenth at ten a.m., my name is Sam Lee, "

@@ -7,12 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from voxeval.reference.db import CallOutcome, ClinicDB
+from voxeval.reference.phrasing import say_date, say_phone, say_time
 from voxeval.reference.policy import Policy
-from voxeval.reference.understanding import (
-    say_date,
-    say_phone,
-    say_time,
-)
 
 if TYPE_CHECKING:
     pass

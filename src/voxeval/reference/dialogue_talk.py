@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from voxeval.reference.phrasing import _say_field, _say_list, say_date, say_time
 from voxeval.reference.understanding import (
     ASK_APPOINTMENT,
     ASK_HOURS,
@@ -33,10 +34,6 @@ from voxeval.reference.understanding import (
     DateMention,
     Understanding,
     _free_name,
-    _say_field,
-    _say_list,
-    say_date,
-    say_time,
 )
 
 if TYPE_CHECKING:
