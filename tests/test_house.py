@@ -152,3 +152,33 @@ def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
         ("pkg.e", "pkg.sub.d"),
     }
     assert cycles(import_edges(modules, "pkg")) == [["pkg.a", "pkg.b"], ["pkg.e", "pkg.sub.d"]]
+
+
+def test_every_late_binding_names_a_real_attribute() -> None:
+    """The registry's ``"module:attr"`` tables, the CLI's command table and the suites'
+    ``lazy_renderers("module")`` are the sanctioned imports by name; each must resolve."""
+    import ast
+    import importlib
+    import re
+
+    pattern = re.compile(r"^voxeval(\.\w+)+:\w+$")
+    found: list[tuple[str, str]] = []
+    for path in sorted((REPO / "src" / "voxeval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and pattern.match(node.value)
+            ):
+                module, _, attr = node.value.partition(":")
+                found.append((module, attr))
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", "") == "lazy_renderers"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                found.append((str(node.args[0].value), "render_markdown"))
+    assert len(found) > 20
+    missing = [f"{m}:{a}" for m, a in found if not hasattr(importlib.import_module(m), a)]
+    assert not missing, f"names that do not resolve: {missing}"

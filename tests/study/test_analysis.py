@@ -15,8 +15,9 @@ import pytest
 from tests.stats.ratings_data import bvcc, mushra, ratings_dir, write_long_csv
 from voxeval.core.errors import InputError
 from voxeval.stats.raters import fit_crossed, simulate_ratings
-from voxeval.study.analysis import load_ratings_csv, run_analysis
 from voxeval.study.format import RATING_COLUMNS
+from voxeval.study.ratings import load_ratings_csv
+from voxeval.study.study_report import run_analysis
 
 HEADER = list(RATING_COLUMNS)
 
@@ -188,7 +189,7 @@ def test_report_on_the_codec_mushra_ratings(tmp_path: Path) -> None:
     # the folder alone rebuilds the same numbers
     from voxeval.core.runstore import RunStore
     from voxeval.report.writer import json_safe
-    from voxeval.study.analysis import build_report
+    from voxeval.study.study_report import build_report
 
     again = json_safe(build_report(RunStore.open(out)))
     assert again["systems"] == report["systems"]

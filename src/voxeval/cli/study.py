@@ -256,7 +256,7 @@ def analyze_cmd(
     report and prints it as the last line.
     """
     from voxeval.core.errors import InputError
-    from voxeval.study.analysis import run_analysis
+    from voxeval.study.study_report import run_analysis
 
     rules: dict[str, str] = {}
     for rule in screen:

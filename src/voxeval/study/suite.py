@@ -12,7 +12,7 @@ from voxeval.core.registry import SuiteInfo, lazy_renderers
 
 
 def _report(store: Any, **options: Any) -> Any:
-    from voxeval.study.analysis import build_report
+    from voxeval.study.study_report import build_report
 
     return build_report(store, **options)
 
@@ -23,7 +23,7 @@ SUITE = SuiteInfo(
     "dimensions and judges vs humans",
     report=_report,
     extras={
-        **lazy_renderers("voxeval.study.analysis", ("render_markdown", "render_html")),
+        **lazy_renderers("voxeval.study.sections", ("render_markdown", "render_html")),
         "title": "Rating study",
     },
 )

@@ -196,7 +196,7 @@ def _remap(store: RunStore, source: Path) -> tuple[Any, dict[str, Any], list[str
     """The ratings as TTS ratings: item = TTS item id, eval/dimension = the TTS eval's."""
     import tempfile
 
-    from voxeval.study.analysis import Ratings, load_ratings_csv
+    from voxeval.study.ratings import Ratings, load_ratings_csv
 
     keymap = _load_map(store)
     evals = store.info().get("config", {}).get("evals") or {}
@@ -254,7 +254,7 @@ def _remap(store: RunStore, source: Path) -> tuple[Any, dict[str, Any], list[str
 
 
 def _judge_rows(store: RunStore) -> list[Any]:
-    from voxeval.study.analysis import JudgeRow
+    from voxeval.study.ratings import JudgeRow
 
     items = {it.id: it for it in store.items()}
     rows = []
@@ -290,7 +290,8 @@ def merge_human(store: RunStore, source: str | Path, *, seed: int = 0) -> Path:
     judge's item scores with the mean within-rater z per item, and at system level) per
     eval when the run has judge scores.
     """
-    from voxeval.study.analysis import EvalMeta, analyze
+    from voxeval.study.analysis import analyze
+    from voxeval.study.ratings import EvalMeta
 
     ratings, origin, notes = _remap(store, Path(source))
     if len(ratings) == 0:
