@@ -10,7 +10,8 @@ from typing import Any
 from voxeval.contracts.duplex.business import ToolAudit
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.reference.db import ClinicDB, tool_specs
+from voxeval.reference.clinic import tool_specs
+from voxeval.reference.db import ClinicDB
 from voxeval.reference.dialogue import Action, DialogueManager, Say
 from voxeval.reference.dialogue import Event as DMEvent
 from voxeval.suites.duplex.scoring.task import score_task

@@ -11,7 +11,8 @@ import pytest
 from tests.reference.sim import SEED
 from voxeval.contracts.duplex.business import FinalStateMeta, ToolAudit
 from voxeval.contracts.duplex.scenario import Tool
-from voxeval.reference.db import DEFAULT_SLOTS, ClinicDB, normalize_phone, tool_specs
+from voxeval.reference.clinic import DEFAULT_SLOTS, normalize_phone, tool_specs
+from voxeval.reference.db import ClinicDB
 
 MS = 1_000_000
 

@@ -10,7 +10,8 @@ import pytest
 from tests.reference.sim import BOOK_TEXT, SEED, Sim, Turn, desk, make_scenario
 from voxeval.contracts.duplex.business import ToolAudit
 from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.reference.db import ClinicDB, tool_specs
+from voxeval.reference.clinic import tool_specs
+from voxeval.reference.db import ClinicDB
 from voxeval.reference.dialogue import (
     HOURS_TEXT,
     POLICY_TEXT,

@@ -101,7 +101,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voxeval.reference.db import TOOLS, ClinicDB
+from voxeval.reference.clinic import TOOLS
+from voxeval.reference.db import ClinicDB
 from voxeval.reference.policy import Policy
 from voxeval.reference.understanding import (
     _NEUTRAL,

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from voxeval.reference.db import CallOutcome, ClinicDB
+from voxeval.reference.clinic import CallOutcome
+from voxeval.reference.db import ClinicDB
 from voxeval.reference.phrasing import say_date, say_phone, say_time
 from voxeval.reference.policy import Policy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from voxeval.reference.db import CallOutcome, normalize_phone
+from voxeval.reference.clinic import CallOutcome, normalize_phone
 from voxeval.reference.phrasing import _say_list, say_date, say_phone, say_time
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from voxeval.core.english import MONTHS, SMALL_CARDINALS, SMALL_ORDINALS, TENS_CARDINALS
-from voxeval.reference.db import normalize_phone
+from voxeval.reference.clinic import normalize_phone
 
 if TYPE_CHECKING:
     pass
