@@ -354,7 +354,7 @@ def score_cmd(
         click.echo("error: --retention-days, --purpose and --transcripts need --redact", err=True)
         sys.exit(EXIT_USAGE)
     from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
-    from voxeval.suites.duplex.scoring.score import score_bundles
+    from voxeval.suites.duplex.scoring.score_run import score_bundles
 
     try:
         refs = plan_bundles(bundles, system=system)

@@ -899,7 +899,7 @@ def test_subjective_preferences_are_their_own_group(small: Path, tmp_path: Path)
 
 def test_a_killed_bundle_run_resumes_without_rescoring(small: Path, tmp_path: Path) -> None:
     from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
-    from voxeval.suites.duplex.scoring.score import score_bundles
+    from voxeval.suites.duplex.scoring.score_run import score_bundles
 
     out = tmp_path / "runs"
     refs = plan_bundles([small])

@@ -682,7 +682,7 @@ def test_a_business_file_that_cannot_be_read_is_not_copied(personal: Path, tmp_p
 
 
 def test_personal_data_rule() -> None:
-    from voxeval.suites.duplex.evidence.redact import PersonalDataMasker, key_class
+    from voxeval.suites.duplex.evidence.personal_data import PersonalDataMasker, key_class
 
     personal = [
         "name",

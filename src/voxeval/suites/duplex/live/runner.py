@@ -116,7 +116,7 @@ def run_scenarios(
     (``self_check``) and the report. A failing self-check is recorded there, never fatal.
     """
     from voxeval.suites.duplex.evidence.bundle_io import BundleRef
-    from voxeval.suites.duplex.scoring.score import score_ref, scoring_config
+    from voxeval.suites.duplex.scoring.score_run import score_ref, scoring_config
 
     agents = [agent] if isinstance(agent, str) else list(dict.fromkeys(agent))
     if not agents:
