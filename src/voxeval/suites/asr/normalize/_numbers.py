@@ -28,30 +28,12 @@ import re
 from fractions import Fraction
 from typing import Final
 
+from voxeval.core.english import SMALL_CARDINALS, TENS_CARDINALS
+
 Value = int | str
 
-_ONES_NAMES: Final = (
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-)
-_TENS_NAMES: Final = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_ONES_NAMES: Final = SMALL_CARDINALS[1:]
+_TENS_NAMES: Final = TENS_CARDINALS
 _MULTIPLIER_NAMES: Final = (
     "hundred",
     "thousand",
