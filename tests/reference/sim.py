@@ -13,7 +13,7 @@ from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.reference.clinic import tool_specs
 from voxeval.reference.db import ClinicDB
 from voxeval.reference.dialogue import Action, DialogueManager, Say
-from voxeval.reference.dialogue import Event as DMEvent
+from voxeval.reference.dialogue import DeskEvent as DMEvent
 from voxeval.suites.duplex.scoring.task import score_task
 from voxeval.suites.duplex.scoring.task_context import TaskResult
 

@@ -15,8 +15,8 @@ from voxeval.reference.db import ClinicDB
 from voxeval.reference.dialogue import (
     HOURS_TEXT,
     POLICY_TEXT,
+    DeskEvent,
     DialogueManager,
-    Event,
     Say,
 )
 from voxeval.suites.duplex.scoring.task_context import TaskResult
@@ -38,8 +38,8 @@ def says(actions: list[Any]) -> list[Say]:
     return [a for a in actions if isinstance(a, Say)]
 
 
-def events(actions: list[Any], event_type: str) -> list[Event]:
-    return [a for a in actions if isinstance(a, Event) and a.event_type == event_type]
+def events(actions: list[Any], event_type: str) -> list[DeskEvent]:
+    return [a for a in actions if isinstance(a, DeskEvent) and a.event_type == event_type]
 
 
 # --------------------------------------------------------------------------- flows

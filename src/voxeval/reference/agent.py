@@ -429,14 +429,14 @@ class ReferenceAgent(AgentBase):
 
     # -- output -----------------------------------------------------------------------------
     def _dm(self, actions: list[Any]) -> list[AgentOutput]:
-        from voxeval.reference.dialogue import Event, Say
+        from voxeval.reference.dialogue import DeskEvent, Say
 
         out: list[AgentOutput] = []
         for a in actions:
             if isinstance(a, Say):
                 sentences = [x for x in SENTENCE_END.split(a.text.strip()) if x]
                 self.queue.append(_Response(a.response_id, a.text, a.task_id, sentences))
-            elif isinstance(a, Event):
+            elif isinstance(a, DeskEvent):
                 ev = AgentEvent(
                     a.event_type,
                     dict(a.data),

@@ -76,8 +76,8 @@ Contract with the audio layer (all times are session-clock ms; call ``tick`` eve
   while the user says "stop" commits (a ``write_after_stop`` failure).
 - ``on_user_text(text, utterance_id, now)`` for every final transcript the turn layer treats
   as the user's (careful: backchannels too; the DM answers nothing to them and ends the
-  hold). Returns ``Say`` and ``Event`` actions; emit the events as ``producer=agent``
-  (``Event.at_ms`` when set is the true time) and speak the ``Say``.
+  hold). Returns ``Say`` and ``DeskEvent`` actions; emit the events as ``producer=agent``
+  (``DeskEvent.at_ms`` when set is the true time) and speak the ``Say``.
 - ``on_playback_started(response_id, now)`` when a response's audio starts playing (that is
   when an announced result counts as delivered); ``on_heard(response_id, heard_ms,
   total_ms, now)`` when it was cut (``heard_ms`` 0 for one dropped before it played);
@@ -122,8 +122,8 @@ __all__ = [
     "LOCATION_TEXT",
     "POLICY_TEXT",
     "Action",
+    "DeskEvent",
     "DialogueManager",
-    "Event",
     "Say",
 ]
 
@@ -134,7 +134,7 @@ from voxeval.reference.dialogue_base import (
     LOCATION_TEXT,
     POLICY_TEXT,
     Action,
-    Event,
+    DeskEvent,
     Say,
     _Entry,
     _ns,

@@ -1,4 +1,4 @@
-"""The reference desk's state and vocabulary: what it says (``Say``), what it emits (``Event``), its tasks, pending tool calls and turns, and ``DialogueBase``, the moves every part of the dialogue uses."""
+"""The reference desk's state and vocabulary: what it says (``Say``), what it emits (``DeskEvent``, a ledger event of the desk), its tasks, pending tool calls and turns, and ``DialogueBase``, the moves every part of the dialogue uses."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ __all__ = [
     "LOCATION_TEXT",
     "POLICY_TEXT",
     "Action",
+    "DeskEvent",
     "DialogueBase",
-    "Event",
     "Say",
 ]
 
@@ -39,7 +39,7 @@ class Say:
 
 
 @dataclass(frozen=True)
-class Event:
+class DeskEvent:
     """A ledger event the dialogue manager owns (``task.state``, ``tool.*``,
     ``history.updated``). ``at_ms``: when it happened on the session clock, when that is
     earlier than the call that returned it (a tool that finished between two calls)."""
@@ -52,7 +52,7 @@ class Event:
     at_ms: float | None = None
 
 
-Action = Say | Event
+Action = Say | DeskEvent
 
 DEFAULT_LATENCY_MS = {"read": 1500, "write": 800}
 
@@ -274,7 +274,7 @@ class DialogueBase:
         at_ms: float | None = None,
     ) -> None:
         utt = self._utt if self._user_turn else None
-        self._out.append(Event(event_type, data, task_id, response_id, utt, at_ms))
+        self._out.append(DeskEvent(event_type, data, task_id, response_id, utt, at_ms))
 
     def _state(self, task: _Task, action: str) -> None:
         if self._user_turn:
