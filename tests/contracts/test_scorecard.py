@@ -51,3 +51,20 @@ def test_a_report_that_breaks_the_contract_is_refused() -> None:
     doc["systems"][0]["overall"]["rates"]["false_yield_rate"]["n"] = "many"
     with pytest.raises(ValidationError):
         Scorecard.model_validate(doc)
+
+
+def test_gate_json_is_a_gate_record() -> None:
+    """gate.json (and report.json's ``gate``) follows the GateRecord contract; a record with
+    an unknown recommendation is refused."""
+    from voxeval.contracts.duplex.gate_record import GateRecord
+
+    with gzip.open(GOLDEN / "careful.gate.json.gz", "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    record = GateRecord.model_validate(doc)
+    assert record.recommendation == doc["recommendation"] and len(record.gates) == len(doc["gates"])
+    assert leaves(record.dump()).keys() == leaves(doc).keys()
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json_schema("gate"))
+    doc["recommendation"] = "ship it"
+    with pytest.raises(ValidationError):
+        GateRecord.model_validate(doc)

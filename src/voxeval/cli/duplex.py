@@ -25,7 +25,7 @@ from voxeval.cli.common import (
     subset_flags,
 )
 
-SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix", "scorecard")
+SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix", "scorecard", "gate")
 
 detector_option = click.option(
     "--detector",
@@ -83,8 +83,8 @@ def validate_cmd(paths: tuple[Path, ...], errors_only: bool) -> None:
     help="Write KIND.json files into this folder (printed) instead of printing the schema.",
 )
 def schema_cmd(kind: str | None, out: Path | None) -> None:
-    """Print or write the JSON Schema of a scenario, event, manifest, matrix or scorecard
-    (report.json); all if no KIND."""
+    """Print or write the JSON Schema of a scenario, event, manifest, matrix, scorecard
+    (report.json) or gate record (gate.json); all if no KIND."""
     import json
 
     from voxeval.contracts.duplex.schemas import SCHEMA_KINDS, export_schemas, json_schemas

@@ -137,4 +137,4 @@ def matrix_cross_checks(m: AcceptanceMatrix) -> list[tuple[Loc, str]]:
 
 # --------------------------------------------------------------------------- JSON Schemas
 
-SchemaKind = Literal["scenario", "event", "manifest", "matrix", "scorecard"]
+SchemaKind = Literal["scenario", "event", "manifest", "matrix", "scorecard", "gate"]

@@ -20,6 +20,7 @@ from voxeval.contracts.duplex.common import (
 from voxeval.contracts.duplex.event import (
     Event,
 )
+from voxeval.contracts.duplex.gate_record import GATE_RECORD_SCHEMA_VERSION, GateRecord
 from voxeval.contracts.duplex.manifest import (
     BundleManifest,
 )
@@ -32,13 +33,21 @@ from voxeval.contracts.duplex.scenario import (
 )
 from voxeval.contracts.duplex.scorecard import SCORECARD_SCHEMA_VERSION, Scorecard
 
-SCHEMA_KINDS: tuple[SchemaKind, ...] = ("scenario", "event", "manifest", "matrix", "scorecard")
+SCHEMA_KINDS: tuple[SchemaKind, ...] = (
+    "scenario",
+    "event",
+    "manifest",
+    "matrix",
+    "scorecard",
+    "gate",
+)
 _SCHEMA_MODELS: dict[str, tuple[type[BaseModel], int, str]] = {
     "scenario": (Scenario, SCENARIO_SCHEMA_VERSION, "voxeval full-duplex scenario"),
     "event": (Event, EVENT_SCHEMA_VERSION, "voxeval full-duplex ledger event (one JSONL line)"),
     "manifest": (BundleManifest, MANIFEST_SCHEMA_VERSION, "voxeval evidence bundle manifest"),
     "matrix": (AcceptanceMatrix, MATRIX_SCHEMA_VERSION, "voxeval acceptance matrix"),
     "scorecard": (Scorecard, SCORECARD_SCHEMA_VERSION, "voxeval duplex scorecard (report.json)"),
+    "gate": (GateRecord, GATE_RECORD_SCHEMA_VERSION, "voxeval duplex gate record (gate.json)"),
 }
 SCHEMAS_DIR = Path(__file__).parent / "schemas"
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from voxeval.contracts.duplex.gate_record import GateRecord
+
 __all__ = [
     "CheckEntry",
     "CountEntry",
@@ -184,7 +186,7 @@ class Scorecard(_Open):
     evidence: EvidenceCard = Field(default_factory=EvidenceCard)
     systems: list[SystemCard] = Field(default_factory=list)
     sessions: list[SessionCard] = Field(default_factory=list)
-    gate: dict[str, Any] | None = None
+    gate: GateRecord | None = None
 
     def system(self, name: str | None = None) -> SystemCard:
         """The system ``name``, or the only one (``InputError`` otherwise)."""

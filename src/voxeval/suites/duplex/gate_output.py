@@ -169,7 +169,8 @@ def write_gate_files(report: GateReport, run_dir: str | Path) -> Path:
     """Write ``GATE_FILES`` into the gated run's folder and embed the GateReport under
     ``gate`` in its report.json (the Scorecard); returns the folder."""
     run = Path(run_dir)
-    body = report.to_dict()
+    record = report.to_record()
+    body = record.dump()
     _atomic_write(run / "gate.json", json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     _atomic_write(run / "gate.md", render_markdown(report))
     _atomic_write(run / "gate.txt", render_text(report) + "\n")
@@ -177,7 +178,7 @@ def write_gate_files(report: GateReport, run_dir: str | Path) -> Path:
     path = run / "report.json"
     if path.is_file():
         card = Scorecard.model_validate_json(path.read_bytes())
-        card.gate = body
+        card.gate = record
         _atomic_write(path, json.dumps(card.dump(), indent=1, ensure_ascii=False) + "\n")
     return run
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS
+from voxeval.contracts.duplex.gate_record import GateRecord
 from voxeval.contracts.duplex.matrix import Gate, OnFail, Statistic
 from voxeval.stats.intervals import wilson_interval
 
@@ -578,3 +579,7 @@ class GateReport:
         }
         result: dict[str, Any] = json_safe(body)
         return result
+
+    def to_record(self) -> GateRecord:
+        """The GateReport as gate.json holds it (the ``GateRecord`` contract)."""
+        return GateRecord.model_validate(self.to_dict())
