@@ -180,7 +180,7 @@ class EvidenceCard(_Open):
 
 class Scorecard(_Open):
     suite: str = "duplex"
-    mode: str = "bundles"
+    mode: str | None = None
     metrics_version: str = ""
     run_id: str | None = None
     evidence: EvidenceCard = Field(default_factory=EvidenceCard)

@@ -1,10 +1,12 @@
-"""Markdown and HTML views of duplex reports (numbers only from the dict): recordings runs
-and evidence-bundle runs (``report["mode"] == "bundles"``)."""
+"""Markdown and HTML views of a duplex run's Scorecard (numbers only from it): recordings runs
+here, evidence-bundle runs (``mode == "bundles"``) in ``views_bundle.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from voxeval.contracts.duplex.scorecard import Scorecard, SessionCard
 from voxeval.core.runstore import RunStore
 from voxeval.report.html import audio_player, esc, fmt, page, table, timeline_svg
 from voxeval.report.markdown import md_table
@@ -15,84 +17,84 @@ from voxeval.suites.duplex.views_parts import (
     _detector_line,
     _latency_rows,
     _rate_rows,
+    as_scorecard,
+    given,
 )
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    if _is_bundles(report):
-        return render_bundle_markdown(report)
+def render_markdown(report: Scorecard | Mapping[str, Any]) -> str:
+    card = as_scorecard(report)
+    if card.mode == "bundles":
+        return render_bundle_markdown(card)
     out = [
-        f"# Full-duplex turn-taking report `{report['run_id']}`\n",
-        _detector_line(report) + "\n",
-        f"> {report['evidence']['note']}\n",
+        f"# Full-duplex turn-taking report `{card.run_id}`\n",
+        _detector_line(card) + "\n",
+        f"> {card.evidence.note}\n",
     ]
-    for s in report["systems"]:
-        o = s["overall"]
-        out.append(f"\n## {s['system']} ({o.get('n_calls', 0)} calls)\n")
+    order = given(card, "rate_order", [])
+    for s in card.systems:
+        o = s.overall
+        out.append(f"\n## {s.system} ({given(o, 'n_calls', 0)} calls)\n")
         out.append(md_table(LAT_HEADERS, _latency_rows(o)))
-        out.append("\n" + md_table(RATE_HEADERS, _rate_rows(o, report.get("rate_order", []))))
-        if s["failures"]:
+        out.append("\n" + md_table(RATE_HEADERS, _rate_rows(o, order)))
+        if s.failures:
             out.append(
                 "\nNot scored: "
-                + ", ".join(
-                    f"{f['id']} ({f.get('kind')}: {f.get('message')})" for f in s["failures"]
-                )
+                + ", ".join(f"{f['id']} ({f.get('kind')}: {f.get('message')})" for f in s.failures)
                 + "\n"
             )
     out.append("\n## Calls\n")
     rows = []
-    for c in report["sessions"]:
-        lat = [
-            t["response_latency_ms"] for t in c["turns"] if t.get("response_latency_ms") is not None
-        ]
-        outcomes = ", ".join(f"{e['id']}: {e['kind']} → {e['outcome']}" for e in c["events"]) or "–"
-        rows.append([c["id"], len(c["turns"]), ", ".join(f"{v:.0f}" for v in lat) or "–", outcomes])
+    for c in card.sessions:
+        turns, events = given(c, "turns", []), given(c, "events", [])
+        lat = [t["response_latency_ms"] for t in turns if t.get("response_latency_ms") is not None]
+        outcomes = ", ".join(f"{e['id']}: {e['kind']} → {e['outcome']}" for e in events) or "–"
+        rows.append([c.id, len(turns), ", ".join(f"{v:.0f}" for v in lat) or "–", outcomes])
     out.append(md_table(["call", "turns", "response latencies (ms)", "overlaps → outcome"], rows))
     return "\n".join(out)
 
 
-def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
-    if _is_bundles(report):
-        return page(f"Full-duplex bundles · {report['run_id']}", render_html_body(report, store))
-    return page(f"Full-duplex turn-taking · {report['run_id']}", render_html_body(report, store))
+def render_html(report: Scorecard | Mapping[str, Any], store: RunStore | None = None) -> str:
+    card = as_scorecard(report)
+    title = "Full-duplex bundles" if card.mode == "bundles" else "Full-duplex turn-taking"
+    return page(f"{title} · {card.run_id}", render_html_body(card, store))
 
 
-def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> str:
-    if _is_bundles(report):
-        return render_bundle_html_body(report, store)
+def render_html_body(report: Scorecard | Mapping[str, Any], store: RunStore | None = None) -> str:
+    card = as_scorecard(report)
+    if card.mode == "bundles":
+        return render_bundle_html_body(card, store)
     body = [
-        f"<p class='muted'>Run <code>{esc(report['run_id'])}</code> · metrics "
-        f"<code>{esc(report['metrics_version'])}</code> · generated {esc(report.get('generated_at'))}</p>",
-        f"<p>{esc(_detector_line(report))}</p>",
-        f"<div class='note'>{esc(report['evidence']['note'])}</div>",
+        f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
+        f"<code>{esc(card.metrics_version)}</code> · generated "
+        f"{esc(given(card, 'generated_at'))}</p>",
+        f"<p>{esc(_detector_line(card))}</p>",
+        f"<div class='note'>{esc(card.evidence.note)}</div>",
     ]
-    for s in report["systems"]:
-        o = s["overall"]
-        body.append(f"<h2>{esc(s['system'])} · {o.get('n_calls', 0)} calls</h2>")
+    order = given(card, "rate_order", [])
+    for s in card.systems:
+        o = s.overall
+        body.append(f"<h2>{esc(s.system)} · {given(o, 'n_calls', 0)} calls</h2>")
         body.append("<h3>Speed</h3>" + table(LAT_HEADERS, _latency_rows(o)))
-        body.append(
-            "<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, report.get("rate_order", [])))
-        )
-        if s["failures"]:
+        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, order)))
+        if s.failures:
             body.append(
                 "<h3>Not scored</h3>"
                 + table(
                     ["id", "status", "kind", "message"],
-                    [
-                        [f["id"], f["status"], f.get("kind"), f.get("message")]
-                        for f in s["failures"]
-                    ],
+                    [[f["id"], f["status"], f.get("kind"), f.get("message")] for f in s.failures],
                     left=4,
                 )
             )
     body.append("<h2>Calls</h2>")
-    for c in report["sessions"]:
+    for c in card.sessions:
         body.append(_call_html(c, store))
     return "".join(body)
 
 
-def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
-    segs = c.get("segments") or {}
+def _call_html(call: SessionCard, store: RunStore | None) -> str:
+    segs = given(call, "segments") or {}
+    events, turns = given(call, "events", []), given(call, "turns", [])
     lanes = [
         (
             "user",
@@ -110,11 +112,11 @@ def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
         ),
     ]
     markers = []
-    for e in c["events"]:
+    for e in events:
         good = e["outcome"] in ("correct_yield", "correct_continue")
         colour = "#0a7d28" if good else "#b00020"
         markers.append((e["onset_s"], f"{e['kind']} onset → {e['outcome']}", colour))
-    for t in c["turns"]:
+    for t in turns:
         if t.get("response_onset_s") is not None:
             markers.append(
                 (
@@ -123,7 +125,7 @@ def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
                     "#555",
                 )
             )
-    svg = timeline_svg(lanes, markers, duration_s=c.get("duration_s"), title=c["id"])
+    svg = timeline_svg(lanes, markers, duration_s=call.duration_s, title=call.id)
     rows = [
         [
             e["id"],
@@ -134,7 +136,7 @@ def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
             ", ".join(e.get("expected_actions") or []),
             e["outcome"],
         ]
-        for e in c["events"]
+        for e in events
     ]
     turn_rows = [
         [
@@ -145,11 +147,11 @@ def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
             "censored" if t.get("censored") else "",
             "yes" if t.get("premature_takeover") else "",
         ]
-        for t in c["turns"]
+        for t in turns
     ]
-    player = _stereo_player(c.get("audio"), store)
+    player = _stereo_player(call.audio, store)
     return (
-        f"<h3>{esc(c['id'])}</h3>{player}{svg}"
+        f"<h3>{esc(call.id)}</h3>{player}{svg}"
         + table(["turn", "onset s", "end s", "latency ms", "", "premature takeover"], turn_rows)
         + (
             table(
@@ -161,10 +163,12 @@ def _call_html(c: dict[str, Any], store: RunStore | None) -> str:
     )
 
 
-def _stereo_player(audio: list[str] | None, store: RunStore | None) -> str:
+def _stereo_player(audio: str | list[str] | None, store: RunStore | None) -> str:
     """An inline player of the call (stereo kept: user left, agent right), first 60 s."""
     if not audio:
         return ""
+    if isinstance(audio, str):
+        audio = [audio]
     import base64
     import io
 
@@ -191,10 +195,3 @@ def _stereo_player(audio: list[str] | None, store: RunStore | None) -> str:
         return f"<p>{audio_player(uri)} <span class='muted'>user left, agent right</span></p>"
     except (OSError, RuntimeError, AudioError) as exc:
         return f"<p class='muted'>audio unavailable: {esc(exc)}</p>"
-
-
-# =========================================================================== bundle runs
-
-
-def _is_bundles(report: dict[str, Any]) -> bool:
-    return report.get("mode") == "bundles"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from voxeval.contracts.duplex.scorecard import Scorecard, SessionCard
 from voxeval.core.runstore import RunStore
 from voxeval.report.html import audio_player, esc, fmt, table, timeline_svg
 from voxeval.report.markdown import md_table
@@ -30,6 +31,7 @@ from voxeval.suites.duplex.views_parts import (
     _problem_text,
     _rate_rows,
     _strata_rows,
+    given,
 )
 
 __all__ = ["SESSION_HEADERS", "render_bundle_html_body", "render_bundle_markdown"]
@@ -147,29 +149,29 @@ def _what_changed_md(wc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _session_cells(s: dict[str, Any]) -> list[Any]:
-    errs = sum(1 for p in s.get("problems") or [] if p.get("severity") == "error")
-    warns = len(s.get("problems") or []) - errs
+def _session_cells(s: SessionCard) -> list[Any]:
+    problems = given(s, "problems") or []
+    errs = sum(1 for p in problems if p.get("severity") == "error")
+    warns = len(problems) - errs
+    status = given(s, "status")
     return [
-        s["id"],
-        s["system"],
-        s.get("scenario"),
-        s.get("category"),
-        s.get("route"),
-        (s.get("evidence_level") or "–") + (" (redacted)" if s.get("redacted") else ""),
-        s["status"]
-        if s["status"] == "ok"
-        else f"{s['status']}: {(s.get('error') or {}).get('message')}",
-        s.get("behaviour_accuracy"),
-        s.get("task_passed"),
-        s.get("failures"),
+        s.id,
+        s.system,
+        given(s, "scenario"),
+        given(s, "category"),
+        given(s, "route"),
+        (s.evidence_level or "–") + (" (redacted)" if given(s, "redacted") else ""),
+        status if status == "ok" else f"{status}: {(given(s, 'error') or {}).get('message')}",
+        given(s, "behaviour_accuracy"),
+        given(s, "task_passed"),
+        given(s, "failures"),
         f"{errs} error(s), {warns} warning(s)",
     ]
 
 
-def _self_check_lines(report: dict[str, Any]) -> list[str]:
+def _self_check_lines(card: Scorecard) -> list[str]:
     """The harness self-check (``harness_self_check``) as short plain sentences."""
-    sc = report.get("harness_self_check")
+    sc = given(card, "harness_self_check")
     if not isinstance(sc, dict):
         return ["Not run: this report has no harness self-check."]
     if sc.get("status") in ("not run", "not applicable"):
@@ -214,58 +216,58 @@ def _self_check_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_bundle_markdown(report: dict[str, Any]) -> str:
+def render_bundle_markdown(card: Scorecard) -> str:
     out = [
-        f"# Full-duplex bundle report `{report['run_id']}`\n",
-        _detector_line(report) + "\n",
-        _evidence_line(report) + "\n",
+        f"# Full-duplex bundle report `{card.run_id}`\n",
+        _detector_line(card) + "\n",
+        _evidence_line(card) + "\n",
     ]
-    for note in report.get("detector_notes") or []:
+    for note in given(card, "detector_notes") or []:
         out.append(f"> {note}\n")
     out.append("## Harness self-check\n")
-    out.extend(f"- {line}" for line in _self_check_lines(report))
-    for s in report["systems"]:
-        o = s["overall"]
-        task = o.get("task") or {}
+    out.extend(f"- {line}" for line in _self_check_lines(card))
+    order = given(card, "rate_order", [])
+    for s in card.systems:
+        o = s.overall
+        task = o.task
         out.append(
-            f"\n## {s['system']} ({o.get('n_sessions', 0)} sessions scored, "
-            f"{len(s['failures'])} not scored)\n"
+            f"\n## {s.system} ({given(o, 'n_sessions', 0)} sessions scored, "
+            f"{len(s.failures)} not scored)\n"
         )
         out.append("### Metric evidence\n")
-        out.append(md_table(ROW_HEADERS, _metric_row_cells(s.get("metric_rows") or [])))
+        out.append(md_table(ROW_HEADERS, _metric_row_cells(given(s, "metric_rows") or [])))
         out.append("\n### Speed\n")
         out.append(md_table(BUNDLE_LAT_HEADERS, _bundle_latency_rows(o)))
         out.append("\n### Behaviour\n")
-        out.append(md_table(RATE_HEADERS, _rate_rows(o, report.get("rate_order", []))))
+        out.append(md_table(RATE_HEADERS, _rate_rows(o, order)))
         out.append("\n### Task\n")
         out.append(md_table(CHECK_HEADERS, _check_rows(task, TASK_CHECKS)))
         out.append("\n### Side effects\n")
         out.append(md_table(CHECK_HEADERS, _check_rows(task, SIDE_EFFECT_CHECKS)))
         out.append("\n" + md_table(COUNT_HEADERS, _count_rows(task)))
         out.append("\n### Subjective\n")
-        out.append(_subjective_md(report.get("subjective") or {}))
+        out.append(_subjective_md(given(card, "subjective") or {}))
         out.append("\n### Strata\n")
-        out.append(md_table(STRATA_HEADERS, _strata_rows(s.get("groups") or [])))
-        if s["failures"]:
+        out.append(md_table(STRATA_HEADERS, _strata_rows(s.groups)))
+        if s.failures:
             out.append("\n### Not scored\n")
-            for f in s["failures"]:
+            for f in s.failures:
                 out.append(f"- `{f['id']}` ({f.get('kind')}): {f.get('message')}")
                 for p in (f.get("problems") or [])[:10]:
                     out.append(f"  - {_problem_text(p)}")
-    fs = report.get("failure_summary") or {}
+    fs = given(card, "failure_summary") or {}
+    key_failures = given(card, "key_failures") or []
     out.append(
-        f"\n## Key failures ({len(report.get('key_failures') or [])} of {fs.get('n', 0)}; "
+        f"\n## Key failures ({len(key_failures)} of {fs.get('n', 0)}; "
         f"by layer: {', '.join(f'{k} {v}' for k, v in (fs.get('by_layer') or {}).items()) or '–'})\n"
     )
-    out.append(
-        md_table(FAILURE_HEADERS, [_failure_cells(f) for f in report.get("key_failures") or []])
-    )
-    if report.get("what_changed"):
+    out.append(md_table(FAILURE_HEADERS, [_failure_cells(f) for f in key_failures]))
+    if given(card, "what_changed"):
         out.append("\n## What changed\n")
-        out.append(_what_changed_md(report["what_changed"]))
+        out.append(_what_changed_md(given(card, "what_changed")))
     out.append("\n## Sessions\n")
-    out.append(md_table(SESSION_HEADERS, [_session_cells(x) for x in report["sessions"]]))
-    problems = [(x["id"], p) for x in report["sessions"] for p in x.get("problems") or []]
+    out.append(md_table(SESSION_HEADERS, [_session_cells(x) for x in card.sessions]))
+    problems = [(x.id, p) for x in card.sessions for p in given(x, "problems") or []]
     if problems:
         out.append("\n### Problems found in the bundles\n")
         for sid, p in problems[:200]:
@@ -363,39 +365,38 @@ def _slice_html(f: dict[str, Any]) -> str:
     )
 
 
-def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = None) -> str:
-    ev = report["evidence"]
+def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> str:
+    ev = card.evidence
     body = [
-        f"<p class='muted'>Run <code>{esc(report['run_id'])}</code> · metrics "
-        f"<code>{esc(report.get('metrics_version'))}</code> · generated "
-        f"{esc(report.get('generated_at'))}</p>",
-        f"<p>{esc(_detector_line(report))}</p>",
-        f"<div class='note'>Evidence level of the run: <b>{esc(ev.get('level') or 'none')}</b>. "
-        f"{esc(ev.get('note'))}</div>",
+        f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
+        f"<code>{esc(given(card, 'metrics_version'))}</code> · generated "
+        f"{esc(given(card, 'generated_at'))}</p>",
+        f"<p>{esc(_detector_line(card))}</p>",
+        f"<div class='note'>Evidence level of the run: <b>{esc(ev.level or 'none')}</b>. "
+        f"{esc(given(ev, 'note'))}</div>",
     ]
-    for note in report.get("detector_notes") or []:
+    for note in given(card, "detector_notes") or []:
         body.append(f"<div class='note'>{esc(note)}</div>")
     body.append(
         "<h2>Harness self-check</h2><ul>"
-        + "".join(f"<li>{esc(line)}</li>" for line in _self_check_lines(report))
+        + "".join(f"<li>{esc(line)}</li>" for line in _self_check_lines(card))
         + "</ul>"
     )
-    for s in report["systems"]:
-        o = s["overall"]
-        task = o.get("task") or {}
+    order = given(card, "rate_order", [])
+    for s in card.systems:
+        o = s.overall
+        task = o.task
         body.append(
-            f"<h2>{esc(s['system'])} · {o.get('n_sessions', 0)} sessions scored, "
-            f"{len(s['failures'])} not scored</h2>"
+            f"<h2>{esc(s.system)} · {given(o, 'n_sessions', 0)} sessions scored, "
+            f"{len(s.failures)} not scored</h2>"
         )
         body.append(
             "<h3>Metric evidence</h3>"
-            + table(ROW_HEADERS, _metric_row_cells(s.get("metric_rows") or []), left=3)
+            + table(ROW_HEADERS, _metric_row_cells(given(s, "metric_rows") or []), left=3)
         )
         body.append("<h3>Speed</h3>" + table(BUNDLE_LAT_HEADERS, _bundle_latency_rows(o)))
-        body.append(
-            "<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, report.get("rate_order", [])))
-        )
-        conf = o.get("confusion") or {}
+        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, order)))
+        conf = given(o, "confusion") or {}
         if conf.get("matrix"):
             labels = conf["labels"]
             body.append(
@@ -411,17 +412,15 @@ def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = Non
             + table(CHECK_HEADERS, _check_rows(task, SIDE_EFFECT_CHECKS))
             + table(COUNT_HEADERS, _count_rows(task))
         )
-        sub = report.get("subjective") or {}
+        sub = given(card, "subjective") or {}
         body.append("<h3>Subjective</h3>")
         if sub.get("status") == "linked":
             body.append(table(SUBJECTIVE_HEADERS, _subjective_rows(sub), left=2))
         else:
             body.append("<p class='muted'>No study linked.</p>")
         body.append(f"<p class='muted'>{esc(sub.get('never_overrides'))}.</p>")
-        body.append(
-            "<h3>Strata</h3>" + table(STRATA_HEADERS, _strata_rows(s.get("groups") or []), left=2)
-        )
-        if s["failures"]:
+        body.append("<h3>Strata</h3>" + table(STRATA_HEADERS, _strata_rows(s.groups), left=2))
+        if s.failures:
             body.append(
                 "<h3>Not scored</h3>"
                 + table(
@@ -433,22 +432,23 @@ def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = Non
                             f.get("message"),
                             "; ".join(_problem_text(p) for p in (f.get("problems") or [])[:5]),
                         ]
-                        for f in s["failures"]
+                        for f in s.failures
                     ],
                     left=4,
                 )
             )
-    fs = report.get("failure_summary") or {}
+    fs = given(card, "failure_summary") or {}
+    key_failures = given(card, "key_failures") or []
     body.append(
-        f"<h2>Key failures</h2><p>{len(report.get('key_failures') or [])} of {fs.get('n', 0)} "
+        f"<h2>Key failures</h2><p>{len(key_failures)} of {fs.get('n', 0)} "
         f"failures shown; by layer: "
         f"{esc(', '.join(f'{k} {v}' for k, v in (fs.get('by_layer') or {}).items()) or '–')}.</p>"
     )
     by_session: dict[str, list[dict[str, Any]]] = {}
-    for f in report.get("key_failures") or []:
+    for f in key_failures:
         by_session.setdefault(f["session"], []).append(f)
     for sid, fails in by_session.items():
-        tl = (report.get("timelines") or {}).get(sid) or {}
+        tl = (given(card, "timelines") or {}).get(sid) or {}
         body.append(f"<h3>{esc(sid)}</h3>")
         body.append(_bundle_timeline(sid, tl, fails))
         for f in fails:
@@ -457,19 +457,19 @@ def render_bundle_html_body(report: dict[str, Any], store: RunStore | None = Non
                 body.append("<p class='muted'>raw audio dropped by redaction: no players</p>")
             else:
                 body.append(_clip_players(f.get("bundle"), f.get("time_s"), store))
-    if report.get("what_changed"):
+    if given(card, "what_changed"):
         import html as _html
 
         body.append(
             "<h2>What changed</h2><pre>"
-            + _html.escape(_what_changed_md(report["what_changed"]))
+            + _html.escape(_what_changed_md(given(card, "what_changed")))
             + "</pre>"
         )
     body.append(
         "<h2>Sessions</h2>"
-        + table(SESSION_HEADERS, [_session_cells(x) for x in report["sessions"]], left=7)
+        + table(SESSION_HEADERS, [_session_cells(x) for x in card.sessions], left=7)
     )
-    problems = [(x["id"], p) for x in report["sessions"] for p in x.get("problems") or []]
+    problems = [(x.id, p) for x in card.sessions for p in given(x, "problems") or []]
     if problems:
         body.append(
             "<h3>Problems found in the bundles</h3><ul>"

@@ -1,9 +1,21 @@
-"""Pieces every duplex view shares: table headers and rows of rates, latencies, checks, counts, strata and failures, evidence and detector lines."""
+"""Pieces every duplex view shares: the Scorecard a view reads, table headers and rows of
+rates, latencies, checks, counts, strata and failures, evidence and detector lines."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
+from voxeval.contracts.duplex.scorecard import (
+    GroupCard,
+    LatencyEntry,
+    Overall,
+    RateEntry,
+    Scorecard,
+    TaskBlock,
+)
 from voxeval.report.html import fmt
 
 __all__ = [
@@ -18,6 +30,8 @@ __all__ = [
     "ROW_HEADERS",
     "STRATA_HEADERS",
     "SUBJECTIVE_HEADERS",
+    "as_scorecard",
+    "given",
 ]
 
 
@@ -27,58 +41,72 @@ RATE_HEADERS = ["rate", "value", "k", "n", "95% CI", "definition"]
 LAT_HEADERS = ["latency (ms)", "n", "censored", "P50", "P95", "P99", "P50 CI", "note"]
 
 
+def as_scorecard(report: Scorecard | Mapping[str, Any]) -> Scorecard:
+    """What every view reads: the run's Scorecard (report.json's content is validated)."""
+    return report if isinstance(report, Scorecard) else Scorecard.model_validate(report)
+
+
+def given(model: BaseModel, key: str, default: Any = None) -> Any:
+    """A field the report wrote (typed or one of the blocks only views read), else
+    ``default``: a view shows what the scorer wrote, and a dash for what it did not."""
+    if key in model.model_fields_set or key in (model.model_extra or {}):
+        return getattr(model, key)
+    return default
+
+
 def _ci(lo: Any, hi: Any) -> str:
     return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
-def _rate_note(e: dict[str, Any]) -> str:
+def _rate_note(e: RateEntry) -> str:
     """The definition cell: the per-hour rate (with the hours it is over) and the count of
     cases that could not be assessed, when the report gives them, then the definition."""
     parts = []
-    if "per_hour" in e:
-        hours = float(e.get("hours") or 0.0)
+    if given(e, "per_hour", ...) is not ...:
+        hours = float(given(e, "hours") or 0.0)
+        per_hour = given(e, "per_hour")
         parts.append(
-            f"per hour: {fmt(e['per_hour'])} ({e.get('k', 0)} in {hours:.3f} h of session audio)"
-            if e["per_hour"] is not None
+            f"per hour: {fmt(per_hour)} ({given(e, 'k', 0)} in {hours:.3f} h of session audio)"
+            if per_hour is not None
             else f"per hour: – (n = 0; {hours:.3f} h of session audio)"
         )
-    if "not_assessable" in e:
-        parts.append(f"not assessable: {e['not_assessable']} (counted apart)")
-    parts.append(str(e.get("definition") or ""))
+    if given(e, "not_assessable", ...) is not ...:
+        parts.append(f"not assessable: {given(e, 'not_assessable')} (counted apart)")
+    parts.append(str(e.definition or ""))
     return ". ".join(p for p in parts if p)
 
 
-def _rate_rows(overall: dict[str, Any], order: list[str]) -> list[list[Any]]:
-    rates = overall.get("rates", {})
+def _rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
+    rates = overall.rates
     names = [n for n in order if n in rates] + [n for n in rates if n not in order]
     return [
         [
             n,
-            rates[n]["value"],
-            rates[n]["k"],
-            rates[n]["n"],
-            _ci(rates[n]["ci_low"], rates[n]["ci_high"]),
+            rates[n].value,
+            rates[n].k,
+            rates[n].n,
+            _ci(rates[n].ci_low, rates[n].ci_high),
             _rate_note(rates[n]),
         ]
         for n in names
     ]
 
 
-def _latency_rows(overall: dict[str, Any]) -> list[list[Any]]:
+def _latency_rows(overall: Overall) -> list[list[Any]]:
     rows = []
-    for name, lat in (overall.get("latencies") or {}).items():
-        ci = lat.get("p50_ci")
+    for name, lat in overall.latencies.items():
+        ci = lat.p50_ci
         note = "; ".join(
-            [*lat.get("notes", []), *[f"{k}: {v}" for k, v in (lat.get("withheld") or {}).items()]]
+            [*given(lat, "notes", []), *[f"{k}: {v}" for k, v in lat.withheld.items()]]
         )
         rows.append(
             [
                 name,
-                lat.get("n"),
-                lat.get("n_censored"),
-                lat.get("p50"),
-                lat.get("p95"),
-                lat.get("p99"),
+                given(lat, "n"),
+                given(lat, "n_censored"),
+                lat.p50,
+                lat.p95,
+                lat.p99,
                 _ci(ci[0], ci[1]) if ci else "–",
                 note,
             ]
@@ -86,8 +114,8 @@ def _latency_rows(overall: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
-def _detector_line(report: dict[str, Any]) -> str:
-    det = report.get("detector") or {}
+def _detector_line(card: Scorecard) -> str:
+    det = given(card, "detector") or {}
     err = det.get("measured_error") or {}
     text = (
         f"Acoustic events from detector `{det.get('name', '?')}` {det.get('version') or ''}".strip()
@@ -134,24 +162,23 @@ MARKER_COLOURS = {
 }
 
 
-def _evidence_line(report: dict[str, Any]) -> str:
-    ev = report["evidence"]
-    counts = ", ".join(f"{k}: {v}" for k, v in (ev.get("counts") or {}).items()) or "none"
+def _evidence_line(card: Scorecard) -> str:
+    ev = card.evidence
+    counts = ", ".join(f"{k}: {v}" for k, v in (given(ev, "counts") or {}).items()) or "none"
     return (
-        f"Evidence level of the run: **{ev.get('level') or 'none'}** (weakest session; "
-        f"sessions per level: {counts}). {ev.get('note', '')}"
+        f"Evidence level of the run: **{ev.level or 'none'}** (weakest session; "
+        f"sessions per level: {counts}). {given(ev, 'note', '')}"
     )
 
 
-def _bundle_latency_rows(overall: dict[str, Any]) -> list[list[Any]]:
+def _bundle_latency_rows(overall: Overall) -> list[list[Any]]:
     """``_latency_rows`` plus the P95 interval and where the pairs come from."""
     rows = _latency_rows(overall)
-    lat = overall.get("latencies") or {}
     for r in rows:
-        e = lat.get(r[0]) or {}
-        ci = e.get("p95_ci")
+        e = overall.latencies.get(r[0]) or LatencyEntry()
+        ci = e.p95_ci
         r.insert(7, _ci(ci[0], ci[1]) if ci else "–")
-        src = e.get("source") or ""
+        src = given(e, "source") or ""
         r.append("ledger" if src.startswith("ledger") else "acoustic turns")
     return rows
 
@@ -159,8 +186,8 @@ def _bundle_latency_rows(overall: dict[str, Any]) -> list[list[Any]]:
 BUNDLE_LAT_HEADERS = [*LAT_HEADERS[:7], "P95 CI", LAT_HEADERS[7], "source"]
 
 
-def _check_rows(task: dict[str, Any], names: tuple[str, ...]) -> list[list[Any]]:
-    checks = task.get("checks") or {}
+def _check_rows(task: TaskBlock | None, names: tuple[str, ...]) -> list[list[Any]]:
+    checks = task.checks if task is not None else {}
     rows = []
     for n in names:
         c = checks.get(n)
@@ -169,21 +196,22 @@ def _check_rows(task: dict[str, Any], names: tuple[str, ...]) -> list[list[Any]]
         rows.append(
             [
                 n,
-                c["passed"],
-                c["n"],
-                c["rate"],
-                _ci(c["ci_low"], c["ci_high"]),
-                c["not_applicable"],
-                c["unscored"],
+                c.passed,
+                c.n,
+                c.rate,
+                _ci(c.ci_low, c.ci_high),
+                given(c, "not_applicable"),
+                given(c, "unscored"),
             ]
         )
     return rows
 
 
-def _count_rows(task: dict[str, Any]) -> list[list[Any]]:
+def _count_rows(task: TaskBlock | None) -> list[list[Any]]:
+    counts = task.counts if task is not None else {}
     return [
-        [n, c.get("total"), c.get("sessions_with_any"), c.get("sessions_counted")]
-        for n, c in (task.get("counts") or {}).items()
+        [n, given(c, "total"), given(c, "sessions_with_any"), given(c, "sessions_counted")]
+        for n, c in counts.items()
     ]
 
 
@@ -202,23 +230,22 @@ def _metric_row_cells(rows: list[dict[str, Any]]) -> list[list[Any]]:
     ]
 
 
-def _strata_rows(groups: list[dict[str, Any]]) -> list[list[Any]]:
+def _strata_rows(groups: list[GroupCard]) -> list[list[Any]]:
     rows = []
     for g in groups:
-        acc = (g.get("rates") or {}).get("behaviour_accuracy") or {}
-        lat = g.get("latencies") or {}
-        first = lat.get("response_first_audio_ms") or {}
-        stop = lat.get("interrupt_stop_ms") or {}
-        allc = (g.get("task") or {}).get("all_checks") or {}
+        acc = g.rates.get("behaviour_accuracy") or RateEntry()
+        first = g.latencies.get("response_first_audio_ms") or LatencyEntry()
+        stop = g.latencies.get("interrupt_stop_ms") or LatencyEntry()
+        allc = (given(g, "task") or {}).get("all_checks") or {}
         rows.append(
             [
-                g["group"],
-                g["name"],
-                g["n_sessions"],
-                f"{acc.get('k', 0)}/{acc.get('n', 0)}",
-                acc.get("value"),
-                f"{fmt(first.get('p50'), 0)} / {fmt(first.get('p95'), 0)} (n {first.get('n', 0)})",
-                f"{fmt(stop.get('p50'), 0)} (n {stop.get('n', 0)})",
+                g.group,
+                g.name,
+                given(g, "n_sessions"),
+                f"{given(acc, 'k', 0)}/{given(acc, 'n', 0)}",
+                acc.value,
+                f"{fmt(first.p50, 0)} / {fmt(first.p95, 0)} (n {given(first, 'n', 0)})",
+                f"{fmt(stop.p50, 0)} (n {given(stop, 'n', 0)})",
                 f"{allc.get('passed', 0)}/{allc.get('n', 0)}",
             ]
         )
