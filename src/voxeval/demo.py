@@ -131,7 +131,7 @@ def _run_two_lanes(
 
     ctx = mp.get_context("spawn")  # no fork of a process whose threads hold locks
     events: Any = ctx.Queue() if progress is not None else None
-    relay = threading.Thread(target=_apply_progress, args=(events, progress), daemon=True)
+    relay = threading.Thread(target=apply_progress, args=(events, progress), daemon=True)
     if events is not None:
         relay.start()
 
@@ -182,7 +182,7 @@ def _background_init(events: Any) -> None:
 
 
 def _background_demo(name: str, out: Path, workers: int, full: bool) -> dict[str, Any]:
-    progress = _ProgressRelay(_EVENTS, name) if _EVENTS is not None else None
+    progress = ProgressRelay(_EVENTS, name) if _EVENTS is not None else None
     result = _run_suite_demo(name, out, workers, progress, full)
     idle = hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE
     return {
@@ -199,7 +199,7 @@ class _RelayConsole:
         self._events.put(("log", "", 0, (" ".join(str(o) for o in objects),), {}))
 
 
-class _ProgressRelay:
+class ProgressRelay:
     """The part of rich's ``Progress`` the suites' demos use (``add_task``, ``advance``,
     ``update``, ``console.log``), sent over a queue to the parent's real progress bars."""
 
@@ -219,7 +219,7 @@ class _ProgressRelay:
         self._events.put(("update", self._suite, task, (), fields))
 
 
-def _apply_progress(events: Any, progress: Any) -> None:
+def apply_progress(events: Any, progress: Any) -> None:
     """Replay the relayed progress events on ``progress`` until a ``None`` arrives."""
     tasks: dict[tuple[str, int], Any] = {}
     while (event := events.get()) is not None:

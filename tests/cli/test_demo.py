@@ -228,7 +228,7 @@ def test_progress_from_the_low_priority_lane_reaches_the_bars_here() -> None:
     own ids per suite, updates of unknown tasks are dropped, a None ends the relay."""
     import queue
 
-    from voxeval.demo import _apply_progress, _ProgressRelay
+    from voxeval.demo import ProgressRelay, apply_progress
 
     class Bars:  # the parent's rich Progress, recorded (the edge of what is tested)
         def __init__(self) -> None:
@@ -249,7 +249,7 @@ def test_progress_from_the_low_priority_lane_reaches_the_bars_here() -> None:
             self.calls.append(("update", task, fields))
 
     events: queue.Queue[Any] = queue.Queue()
-    asr, su = _ProgressRelay(events, "asr"), _ProgressRelay(events, "su")
+    asr, su = ProgressRelay(events, "asr"), ProgressRelay(events, "su")
     a = asr.add_task("asr pocketsphinx", total=3, status="")
     b = su.add_task("su resemblyzer", total=2)
     assert a == b == 1  # ids are per relay; the parent maps (suite, id) to its own
@@ -259,7 +259,7 @@ def test_progress_from_the_low_priority_lane_reaches_the_bars_here() -> None:
     asr.console.log("asr demo:", "built 21 items")
     events.put(None)
     bars = Bars()
-    _apply_progress(events, bars)
+    apply_progress(events, bars)
     assert bars.calls == [
         ("add", "asr pocketsphinx", {"total": 3, "status": ""}),
         ("add", "su resemblyzer", {"total": 2}),

@@ -312,7 +312,7 @@ def metrics_of(block: Mapping[str, Any]) -> dict[str, Metric]:
 def block_of(store: RunStore, ids: Iterable[str]) -> dict[str, Any]:
     """The report's system block over the sessions of ``ids`` (the function that writes
     ``report.json``'s ``systems`` entries, on a subset of the run's records)."""
-    from voxeval.suites.duplex.report import _system_block
+    from voxeval.suites.duplex.report import system_block
 
     wanted = set(ids)
     recs = [r for r in store.load_records().records if r.id in wanted]
@@ -320,7 +320,7 @@ def block_of(store: RunStore, ids: Iterable[str]) -> dict[str, Any]:
     bad = [(r.id, r.status, r.error) for r in recs if r.status != "ok"]
     assert not bad, f"sessions that did not run: {bad}"
     levels = {r.id: str((r.output.get("evidence") or {}).get("level")) for r in recs}
-    return _system_block(recs[0].system, recs, levels, N_BOOT)
+    return system_block(recs[0].system, recs, levels, N_BOOT)
 
 
 def failure_shown(base: Metric, cur: Metric, amount_ms: float | None) -> str | None:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.reference.sim import desk
 from voxeval.reference.dialogue import DialogueManager
-from voxeval.reference.dialogue_base import _resolve_time
+from voxeval.reference.dialogue_base import resolve_time
 from voxeval.reference.phrasing import say_date, say_phone, say_time
 from voxeval.reference.understanding import understand
 
@@ -169,12 +169,12 @@ def test_times(text: str, hhmm: str) -> None:
     u = understand(f"can I come in {text}")
     assert len(u.times) == 1, u.times
     t = u.times[0]
-    assert _resolve_time(t.hour, t.minute, t.ampm, []) == hhmm
+    assert resolve_time(t.hour, t.minute, t.ampm, []) == hhmm
 
 
 def test_a_bare_hour_picks_the_offered_slot() -> None:
-    assert _resolve_time(2, 30, None, ["09:00", "14:30"]) == "14:30"
-    assert _resolve_time(9, 0, None, ["09:00", "21:00"]) == "09:00"
+    assert resolve_time(2, 30, None, ["09:00", "14:30"]) == "14:30"
+    assert resolve_time(9, 0, None, ["09:00", "21:00"]) == "09:00"
     assert understand("ten works for me").bare_numbers == [10]
 
 

@@ -237,7 +237,7 @@ CREATE TABLE tool_calls (
     meta TEXT NOT NULL DEFAULT '{}'
 );
 """
-_CALL_COLUMNS = (
+CALL_COLUMNS = (
     "call_id",
     "tool",
     "arguments",
@@ -260,7 +260,7 @@ _CALL_COLUMNS = (
 )
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 

@@ -60,7 +60,7 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 
 from voxeval.reference.clinic import (
-    _CALL_COLUMNS,
+    CALL_COLUMNS,
     DEFAULT_CHAIRS,
     DEFAULT_SLOTS,
     DEFAULT_TODAY,
@@ -71,7 +71,7 @@ from voxeval.reference.clinic import (
     CallOutcome,
     ClinicData,
     ToolError,
-    _dumps,
+    dumps,
     normalize_phone,
     tool_specs,
 )
@@ -175,7 +175,7 @@ class ClinicDB(ClinicData):
             (
                 call_id,
                 tool,
-                _dumps(dict(arguments)),
+                dumps(dict(arguments)),
                 idempotency_key if tool in WRITE_TOOLS else None,
                 task_id,
                 task_version,
@@ -183,7 +183,7 @@ class ClinicDB(ClinicData):
                 int(requested_ns),
                 int(tool in WRITE_TOOLS),
                 compensates,
-                _dumps(dict(meta or {})),
+                dumps(dict(meta or {})),
             ),
         )
         return call_id
@@ -240,7 +240,7 @@ class ClinicDB(ClinicData):
         lost: bool,
         meta: dict[str, Any],
     ) -> CallOutcome:
-        if stored["tool"] != tool or stored["arguments"] != _dumps(args):
+        if stored["tool"] != tool or stored["arguments"] != dumps(args):
             error = (
                 f"idempotency key {stored['key']!r} was used by {stored['call_id']} "
                 "with other arguments"
@@ -269,7 +269,7 @@ class ClinicDB(ClinicData):
     ) -> None:
         self._conn.execute(
             "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, tool, _dumps(args), call_id, int(ok), _dumps(result), error),
+            (key, tool, dumps(args), call_id, int(ok), dumps(result), error),
         )
 
     def _finish(
@@ -292,7 +292,7 @@ class ClinicDB(ClinicData):
         self._conn.execute(
             "UPDATE tool_calls SET completed_ns = ?, status = ?, committed = ?, result = ?, "
             "error = ?, meta = ? WHERE call_id = ?",
-            (completed_ns, status, int(committed), _dumps(result), error, _dumps(meta), call_id),
+            (completed_ns, status, int(committed), dumps(result), error, dumps(meta), call_id),
         )
 
     def cancel_call(self, call_id: str, at_ns: int, reason: str = "cancelled") -> None:
@@ -433,7 +433,7 @@ class ClinicDB(ClinicData):
         }
 
     def _call_dict(self, row: sqlite3.Row, *, export: bool) -> dict[str, Any]:
-        d = {k: row[k] for k in _CALL_COLUMNS}
+        d = {k: row[k] for k in CALL_COLUMNS}
         d["arguments"] = json.loads(d["arguments"])
         d["result"] = json.loads(d["result"]) if d["result"] is not None else None
         d["meta"] = json.loads(d["meta"] or "{}")

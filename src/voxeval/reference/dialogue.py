@@ -105,10 +105,10 @@ from voxeval.reference.clinic import TOOLS
 from voxeval.reference.db import ClinicDB
 from voxeval.reference.policy import Policy
 from voxeval.reference.understanding import (
-    _NEUTRAL,
     BACKCHANNEL,
     EMPTY,
     HOLD,
+    NEUTRAL,
     STOP,
     understand,
 )
@@ -135,8 +135,8 @@ from voxeval.reference.dialogue_base import (
     POLICY_TEXT,
     Action,
     DeskEvent,
+    Entry,
     Say,
-    _Entry,
     _ns,
 )
 from voxeval.reference.dialogue_talk import Conversation
@@ -206,7 +206,7 @@ class DialogueManager(Conversation):
         self._begin(now_ms, user_turn=True, utterance_id=utterance_id)
         u = understand(text)
         if u.intent != EMPTY:
-            self._history.append(_Entry("user", text, text, utterance_id=utterance_id))
+            self._history.append(Entry("user", text, text, utterance_id=utterance_id))
         if u.name:
             self.caller_name = u.name
         if self._user_active or self._hold_until is not None:
@@ -216,7 +216,7 @@ class DialogueManager(Conversation):
                     p.due_ms = self._now_ms
         self._user_active = False
         self._hold_until = None
-        if u.intent in _NEUTRAL:
+        if u.intent in NEUTRAL:
             self._advance(self._now_ms)  # nothing to stop or correct: release what was held
         self._dispatch(u)
         self._advance(self._now_ms)

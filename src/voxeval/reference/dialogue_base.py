@@ -85,7 +85,7 @@ CLARIFY_TEXT = (
 # =========================================================================== tasks and calls
 
 _STRENGTH = {"backchannel": 0, "answer": 1, "clarify": 2, "confirm": 3, "announce": 4}
-_FIELDS = {
+FIELDS = {
     "book": ("date", "time", "name", "contact"),
     "reschedule": ("appointment_id", "date", "time"),
     "cancel": ("appointment_id",),
@@ -118,7 +118,7 @@ class _Task:
 
 
 @dataclass
-class _Pending:
+class Pending:
     call_id: str
     task_id: str
     tool: str
@@ -136,7 +136,7 @@ class _Pending:
 
 
 @dataclass
-class _Entry:
+class Entry:
     role: Literal["user", "assistant"]
     text: str
     full: str
@@ -183,10 +183,10 @@ class DialogueBase:
         self.tasks: dict[str, _Task] = {}
         self.caller_name: str | None = None
         self.caller_contact: str | None = None
-        self._pending: dict[str, _Pending] = {}
-        self._lost: list[_Pending] = []
-        self._deferred: list[tuple[_Pending, CallOutcome, float]] = []
-        self._history: list[_Entry] = []
+        self._pending: dict[str, Pending] = {}
+        self._lost: list[Pending] = []
+        self._deferred: list[tuple[Pending, CallOutcome, float]] = []
+        self._history: list[Entry] = []
         self._word_times: dict[str, list[tuple[str, float, float]]] = {}
         self._deliveries: dict[str, list[str]] = {}
         self._session_appts: list[str] = []
@@ -223,7 +223,7 @@ class DialogueBase:
             kind = max((s.kind for s in speech), key=lambda k: _STRENGTH[k])
             task_id = next((s.task_id for s in speech if s.task_id), None)
             out.append(Say(rid, text, task_id, kind))
-            self._history.append(_Entry("assistant", text, text, response_id=rid, task_id=task_id))
+            self._history.append(Entry("assistant", text, text, response_id=rid, task_id=task_id))
             for s in speech:
                 task = self.tasks.get(s.task_id or "")
                 for call_id in s.calls:
@@ -309,14 +309,14 @@ class DialogueBase:
         self._n_seq += 1
         task.seq = self._n_seq
 
-    def _task_pending(self, task: _Task) -> list[_Pending]:
+    def _task_pending(self, task: _Task) -> list[Pending]:
         return [p for p in self._pending.values() if p.task_id == task.task_id]
 
     def _latency(self, tool: str, write: bool) -> float:
         return float(self.latencies.get(tool, self.latencies["write" if write else "read"]))
 
 
-def _undone_text(tool: str, res: Mapping[str, Any]) -> str:
+def undone_text(tool: str, res: Mapping[str, Any]) -> str:
     when = ""
     if res.get("date") and res.get("time"):
         when = f" for {say_date(str(res['date']))} at {say_time(str(res['time']))}"
@@ -331,7 +331,7 @@ def _undone_text(tool: str, res: Mapping[str, Any]) -> str:
     return "That's undone."
 
 
-def _resolve_time(hour: int, minute: int, ampm: str | None, offered: Sequence[str]) -> str:
+def resolve_time(hour: int, minute: int, ampm: str | None, offered: Sequence[str]) -> str:
     h = hour
     if ampm == "am":
         h = hour % 12

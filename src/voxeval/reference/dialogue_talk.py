@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from voxeval.reference.phrasing import _say_field, _say_list, say_date, say_time
+from voxeval.reference.phrasing import say_date, say_field, say_list, say_time
 from voxeval.reference.understanding import (
     ASK_APPOINTMENT,
     ASK_HOURS,
@@ -33,22 +33,22 @@ from voxeval.reference.understanding import (
     UPDATE_CONTACT,
     DateMention,
     Understanding,
-    _free_name,
+    free_name,
 )
 
 if TYPE_CHECKING:
     pass
 from voxeval.reference.dialogue_base import (
-    _FIELDS,
     CLARIFY_TEXT,
+    FIELDS,
     GREETING_TEXT,
     HOURS_TEXT,
     LOCATION_TEXT,
     POLICY_TEXT,
+    Pending,
     _ns,
-    _Pending,
-    _resolve_time,
     _Task,
+    resolve_time,
 )
 from voxeval.reference.dialogue_tasks import TaskFlow
 
@@ -63,7 +63,7 @@ class Conversation(TaskFlow):
         wants_name = self._lookup_pending or (
             waiting is not None and waiting.awaiting in ("name", "appointment")
         )
-        if intent in (UNKNOWN, GREETING) and wants_name and _free_name(u.text):
+        if intent in (UNKNOWN, GREETING) and wants_name and free_name(u.text):
             intent = INFORM  # a bare name answering "what name is it under?"
         if intent == EMPTY:
             return
@@ -134,7 +134,7 @@ class Conversation(TaskFlow):
             task.awaiting = None
             self._reconcile(task)
             return True
-        offered = _say_list([say_time(x) for x in task.offered])
+        offered = say_list([say_time(x) for x in task.offered])
         questions = {
             "date": "What day would you like?",
             "time": f"Which time would you like: {offered}?" if offered else "What time?",
@@ -195,7 +195,7 @@ class Conversation(TaskFlow):
             if len(parts) == 1:
                 text = f"Your appointment is on {parts[0]}."
             else:
-                text = f"You have {len(parts)} appointments: on {_say_list(parts)}."
+                text = f"You have {len(parts)} appointments: on {say_list(parts)}."
             moving = [
                 t
                 for t in self.tasks.values()
@@ -246,7 +246,7 @@ class Conversation(TaskFlow):
             values = self._values(u, None, None, include_refs=True)
             if values.get("contact"):
                 self.caller_contact = values["contact"]
-            book = {k: values.get(k) for k in _FIELDS["book"]}
+            book = {k: values.get(k) for k in FIELDS["book"]}
             self._reconcile(self._new_task("book", book, u.topic))
             return
         appt_id, cands = self._find_appointment(u, all_dates=kind == "cancel")
@@ -270,7 +270,7 @@ class Conversation(TaskFlow):
         task = self._new_task(kind, fields)
         if appt_id is None:
             if len(cands) > 1:
-                listed = _say_list(
+                listed = say_list(
                     [f"{say_date(a['date'])} at {say_time(a['time'])}" for a in cands[:4]]
                 )
                 self._ask(
@@ -309,14 +309,14 @@ class Conversation(TaskFlow):
         times = [t for t in u.times if not t.negated]
         if times:
             t = times[-1]
-            out["time"] = _resolve_time(t.hour, t.minute, t.ampm, offered)
+            out["time"] = resolve_time(t.hour, t.minute, t.ampm, offered)
         elif task is not None and task.awaiting == "time" and u.bare_numbers:
-            out["time"] = _resolve_time(u.bare_numbers[-1], 0, None, offered)
+            out["time"] = resolve_time(u.bare_numbers[-1], 0, None, offered)
         if u.phone:
             out["contact"] = u.phone
         name = u.name
         if name is None and task is not None and task.awaiting in ("name", "appointment"):
-            name = _free_name(u.text)
+            name = free_name(u.text)
         if name:
             out["name"] = name
         return out
@@ -362,9 +362,9 @@ class Conversation(TaskFlow):
 
     def _inform(self, u: Understanding) -> None:
         """Values (date, time, phone, name) for the current task, or a new booking."""
-        if self._lookup_pending and (u.name or u.dates or _free_name(u.text)):
+        if self._lookup_pending and (u.name or u.dates or free_name(u.text)):
             self._lookup_pending = False
-            self.caller_name = u.name or _free_name(u.text) or self.caller_name
+            self.caller_name = u.name or free_name(u.text) or self.caller_name
             self._answer(ASK_APPOINTMENT)
             return
         task = self._current()
@@ -373,7 +373,7 @@ class Conversation(TaskFlow):
             if values.get("contact"):
                 self.caller_contact = values["contact"]
             if values.get("date") or values.get("time"):
-                fields = {k: values.get(k) for k in _FIELDS["book"]}
+                fields = {k: values.get(k) for k in FIELDS["book"]}
                 self._reconcile(self._new_task("book", fields, u.topic))
             elif values.get("name"):
                 self._speak(f"Thanks, {values['name']}. How can I help you today?", "answer")
@@ -400,7 +400,7 @@ class Conversation(TaskFlow):
                 task,
             )
             return
-        fits = {k: v for k, v in values.items() if k in _FIELDS[task.kind]}
+        fits = {k: v for k, v in values.items() if k in FIELDS[task.kind]}
         spill = {k: v for k, v in values.items() if k not in fits and k != "name"}
         if fits:
             self._set_fields(task, fits)
@@ -411,7 +411,7 @@ class Conversation(TaskFlow):
 
     def _identify(self, task: _Task, u: Understanding) -> None:
         """The answer to "which appointment / what name is it under?"."""
-        name = u.name or _free_name(u.text)
+        name = u.name or free_name(u.text)
         hits: list[dict[str, Any]] = []
         if name:
             self.caller_name = name
@@ -479,18 +479,18 @@ class Conversation(TaskFlow):
                 if p.write and p.compensates is None and p.version < task.version:
                     self._drop(p, f"superseded by task version {task.version}")
         parts = [
-            f"{_say_field(k, new)} instead of {_say_field(k, old)}"
+            f"{say_field(k, new)} instead of {say_field(k, old)}"
             for k, (old, new) in corrected.items()
             if k != "appointment_id"
         ]
         if parts:
-            self._speak(f"Got it: {_say_list(parts)}.", "confirm", task)
+            self._speak(f"Got it: {say_list(parts)}.", "confirm", task)
         before = {p.call_id for p in self._task_pending(task)}
         self._reconcile(task, quiet=bool(parts))
         if parts and any(p.write for p in self._task_pending(task) if p.call_id not in before):
             self._speak("I'm updating that now.", "confirm", task)
 
-    def _drop(self, p: _Pending, reason: str) -> None:
+    def _drop(self, p: Pending, reason: str) -> None:
         """A pending call that will not run (nothing commits)."""
         self._pending.pop(p.call_id, None)
         self.db.cancel_call(p.call_id, _ns(self._now_ms), reason)

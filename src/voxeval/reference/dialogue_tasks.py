@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from voxeval.reference.clinic import CallOutcome, normalize_phone
-from voxeval.reference.phrasing import _say_list, say_date, say_phone, say_time
+from voxeval.reference.phrasing import say_date, say_list, say_phone, say_time
 
 if TYPE_CHECKING:
     pass
 from voxeval.reference.dialogue_base import (
     DialogueBase,
+    Pending,
     _ns,
-    _Pending,
     _Task,
-    _undone_text,
+    undone_text,
 )
 
 
@@ -41,7 +41,7 @@ class TaskFlow(DialogueBase):
         response_id: str | None = None,
         compensates: str | None = None,
         retries: int = 0,
-    ) -> _Pending:
+    ) -> Pending:
         write = tool != "check_availability"
         if write and key is None:
             task.attempts += 1
@@ -63,7 +63,7 @@ class TaskFlow(DialogueBase):
             meta={"retry": retries} if retries else None,
         )
         self._n_seq += 1
-        p = _Pending(
+        p = Pending(
             call_id,
             task.task_id,
             tool,
@@ -113,7 +113,7 @@ class TaskFlow(DialogueBase):
 
     def _finish_due(self, now: float) -> None:
         while True:
-            ready: list[tuple[float, int, _Pending]] = []
+            ready: list[tuple[float, int, Pending]] = []
             for p in self._pending.values():
                 t = p.due_ms
                 if p.write and p.compensates is None and not self.policy.writes_after_stop:
@@ -146,7 +146,7 @@ class TaskFlow(DialogueBase):
                     self.tasks[slow[0].task_id],
                 )
 
-    def _complete(self, p: _Pending, t: float, now: float) -> None:
+    def _complete(self, p: Pending, t: float, now: float) -> None:
         del self._pending[p.call_id]
         if not self._connected:
             self.db.execute(p.call_id, _ns(t), lost=True)
@@ -158,7 +158,7 @@ class TaskFlow(DialogueBase):
             return
         self._on_outcome(p, out, t)
 
-    def _on_outcome(self, p: _Pending, out: CallOutcome, t: float) -> None:
+    def _on_outcome(self, p: Pending, out: CallOutcome, t: float) -> None:
         task = self.tasks[p.task_id]
         data: dict[str, Any] = {
             "call_id": p.call_id,
@@ -193,7 +193,7 @@ class TaskFlow(DialogueBase):
                 task.appointment_id = None
             if out.ok and task.status == "cancelled":
                 # the undo is the task's last word: say it is done (its final result)
-                self._speak(_undone_text(p.tool, res), "announce", task, (p.call_id,), p.version)
+                self._speak(undone_text(p.tool, res), "announce", task, (p.call_id,), p.version)
             if task.status == "active":
                 self._reconcile(task, quiet=True)
             return
@@ -213,7 +213,7 @@ class TaskFlow(DialogueBase):
         self._announce(task, p, out.ok, res)
         self._reconcile(task, quiet=True)
 
-    def _announce(self, task: _Task, p: _Pending, ok: bool, res: dict[str, Any]) -> None:
+    def _announce(self, task: _Task, p: Pending, ok: bool, res: dict[str, Any]) -> None:
         calls = (p.call_id,)
         if p.tool == "check_availability" and ok:
             day, slots = str(res.get("date")), [str(x) for x in res.get("slots") or []]
@@ -221,7 +221,7 @@ class TaskFlow(DialogueBase):
             task.offered = slots
             if slots:
                 text = (
-                    f"On {say_date(day)} I have {_say_list([say_time(x) for x in slots])}. "
+                    f"On {say_date(day)} I have {say_list([say_time(x) for x in slots])}. "
                     "Which time would you like?"
                 )
                 task.awaiting = "time"
@@ -266,7 +266,7 @@ class TaskFlow(DialogueBase):
                 task.awaiting = "time"
                 text = (
                     f"I'm sorry, {say_time(time)} on {say_date(day)} isn't available. That day "
-                    f"I have {_say_list([say_time(a) for a in alts])}. Which would you like?"
+                    f"I have {say_list([say_time(a) for a in alts])}. Which would you like?"
                 )
             else:
                 task.awaiting = "date"

@@ -40,14 +40,14 @@ def say_phone(phone: str) -> str:
     return ", ".join(" ".join(group) for group in phone.split())
 
 
-def _say_list(items: Sequence[str]) -> str:
+def say_list(items: Sequence[str]) -> str:
     items = list(items)
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _say_field(key: str, value: Any) -> str:
+def say_field(key: str, value: Any) -> str:
     if value is None:
         return "nothing"
     if key == "date":

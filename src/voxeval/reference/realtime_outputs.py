@@ -74,7 +74,7 @@ def _fresh_resampler(rate_in: int, rate_out: int) -> StreamResampler:
     return resampler
 
 
-def _beta_item(item: dict[str, Any]) -> dict[str, Any]:
+def beta_item(item: dict[str, Any]) -> dict[str, Any]:
     """A GA item in the beta shape (content part types ``audio`` / ``text``)."""
     out = dict(item)
     content = out.get("content")
@@ -101,7 +101,7 @@ class ServerSettings(Protocol):
     trace: Callable[[str, dict[str, Any]], None] | None
 
 
-class _ConnectionOutputs:
+class ConnectionOutputs:
     """A connection's outgoing side: emits Realtime server events for the agent's outputs (responses, audio deltas, transcripts, tool calls, clears). submit is the connection's worker queue (_Connection)."""
 
     def __init__(self, server: ServerSettings, ws: Any, dialect: Dialect) -> None:
@@ -271,7 +271,7 @@ class _ConnectionOutputs:
             "id": resp.rid,
             "object": "realtime.response",
             "status": status,
-            "output": [i if self.dialect == "ga" else _beta_item(i) for i in resp.items],
+            "output": [i if self.dialect == "ga" else beta_item(i) for i in resp.items],
         }
         if self.dialect == "ga":
             doc["output_modalities"] = ["audio"]
@@ -383,7 +383,7 @@ class _ConnectionOutputs:
                     "type": "response.output_item.done",
                     "response_id": resp.rid,
                     "output_index": resp.output_index,
-                    "item": item if self.dialect == "ga" else _beta_item(item),
+                    "item": item if self.dialect == "ga" else beta_item(item),
                 }
             )
         self.emit({"type": "response.done", "response": self.response_doc(resp, status, reason)})

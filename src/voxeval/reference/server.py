@@ -106,9 +106,9 @@ from voxeval.contracts.duplex.agent_api import (
 )
 from voxeval.reference.realtime_outputs import (
     MODEL_NAME,
+    ConnectionOutputs,
     ProtocolChoice,
-    _beta_item,
-    _ConnectionOutputs,
+    beta_item,
 )
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
@@ -123,7 +123,7 @@ from voxeval.systems.duplex.realtime_ws import HOP_PREFIX
 __all__ = ["RealtimeServer", "serve_agent"]
 
 
-class _Connection(_ConnectionOutputs):
+class _Connection(ConnectionOutputs):
     srv: RealtimeServer
     """One client: its agent, worker thread, resamplers and protocol state."""
 
@@ -498,7 +498,7 @@ class _Connection(_ConnectionOutputs):
             self.emit({"type": "conversation.item.added", "item": item})
             self.emit({"type": "conversation.item.done", "item": item})
         else:
-            self.emit({"type": "conversation.item.created", "item": _beta_item(item)})
+            self.emit({"type": "conversation.item.created", "item": beta_item(item)})
 
     def on_response_create(self, ev: dict[str, Any]) -> None:
         if "response" in ev and not isinstance(ev["response"], dict | None):

@@ -268,7 +268,7 @@ _NAME_STOP = set(
 PRESENCE = "presence"
 
 
-_NEUTRAL = frozenset(
+NEUTRAL = frozenset(
     {"ask_appointment", "ask_hours", "ask_policy", "ask_location", "greeting", "thanks", "bye"}
     | {"presence", "confirm"}
 )
@@ -671,7 +671,7 @@ def _extract_name(text: str, u: Understanding) -> None:
         return
 
 
-def _free_name(text: str) -> str | None:
+def free_name(text: str) -> str | None:
     """A bare answer to "what name?": 1-3 name-like words after fillers."""
     words = [w.strip('.,!?;:"()') for w in text.split()]
     words = [w for w in words if w]

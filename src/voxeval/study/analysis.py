@@ -369,7 +369,7 @@ def _judges(
 PROFILES_FILE = "profiles.json"
 
 
-def _study_profiles(study_dir: Path) -> dict[str, dict[str, str]]:
+def study_profiles(study_dir: Path) -> dict[str, dict[str, str]]:
     """Rater id -> profile answers of a study folder (raters without answers left out)."""
     if not (study_dir / "study.db").is_file():
         return {}

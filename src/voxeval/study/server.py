@@ -42,9 +42,9 @@ from voxeval.study.server_state import (
     Deny,
     SecurityHeaders,
     StudyState,
-    _check_origin,
-    _read_fields,
-    _wants_json,
+    check_origin,
+    read_fields,
+    wants_json,
 )
 from voxeval.study.store import (
     RatingConflict,
@@ -148,10 +148,10 @@ class StudyServer(StudyState):
         return JSONResponse(self.state_json(rid))
 
     async def answer(self, request: Request) -> Response:
-        _check_origin(request)
+        check_origin(request)
         rid = self.require_rater(request)
-        fields, is_json = await _read_fields(request)
-        as_json = is_json or _wants_json(request)
+        fields, is_json = await read_fields(request)
+        as_json = is_json or wants_json(request)
         task = self.tasks.get(str(fields.get("task", "")))
         if task is None or task.rater != rid:
             raise Deny(404, "no such item for you")
@@ -208,9 +208,9 @@ class StudyServer(StudyState):
         return RedirectResponse("/rate", status_code=303)
 
     async def profile(self, request: Request) -> Response:
-        _check_origin(request)
+        check_origin(request)
         rid = self.require_rater(request)
-        fields, is_json = await _read_fields(request)
+        fields, is_json = await read_fields(request)
         if self.stage(rid) != "profile":
             raise Deny(409, "the profile is already done")
         prof = self.study.profile
@@ -252,9 +252,9 @@ class StudyServer(StudyState):
         return RedirectResponse("/rate", status_code=303)
 
     async def headphones(self, request: Request) -> Response:
-        _check_origin(request)
+        check_origin(request)
         rid = self.require_rater(request)
-        fields, is_json = await _read_fields(request)
+        fields, is_json = await read_fields(request)
         if self.stage(rid) != "headphones":
             raise Deny(409, "no headphone check is due")
         hc = self.study.headphone_check

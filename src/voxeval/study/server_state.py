@@ -183,7 +183,7 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _wants_json(request: Request) -> bool:
+def wants_json(request: Request) -> bool:
     if request.url.path.startswith("/api/"):
         return True
     ctype = request.headers.get("content-type", "")
@@ -206,7 +206,7 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_fields(request: Request) -> tuple[dict[str, Any], bool]:
+async def read_fields(request: Request) -> tuple[dict[str, Any], bool]:
     """The posted fields (JSON object or urlencoded form) and whether it was JSON."""
     body = await _read_body(request)
     ctype = request.headers.get("content-type", "")
@@ -246,7 +246,7 @@ def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     return start, min(end, size - 1)
 
 
-def _check_origin(request: Request) -> None:
+def check_origin(request: Request) -> None:
     """POSTs from another site are refused (cookies are SameSite=Lax as well)."""
     origin = request.headers.get("origin")
     if origin and origin != "null":
@@ -724,7 +724,7 @@ class StudyState:
         else:
             status = int(getattr(exc, "status_code", 500))
             message = str(getattr(exc, "detail", "error"))
-        if _wants_json(request) or request.url.path.startswith(("/audio/", "/hp/")):
+        if wants_json(request) or request.url.path.startswith(("/audio/", "/hp/")):
             return JSONResponse({"error": message}, status_code=status)
         title = {401: "Not signed in", 403: "Not allowed", 404: "Not found"}.get(
             status, "Request refused"

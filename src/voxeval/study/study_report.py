@@ -17,8 +17,8 @@ from voxeval.study.analysis import (
     _demographics,
     _say,
     _screen,
-    _study_profiles,
     analyze,
+    study_profiles,
 )
 from voxeval.study.ratings import (
     JUDGES_FILE,
@@ -77,7 +77,7 @@ def run_analysis(
         raise InputError(f"judges file not found: {judges}")
     if screen and study_dir is None:
         raise InputError("screening by rater profile needs a study folder (a CSV has no profiles)")
-    profiles = _study_profiles(study_dir) if study_dir is not None else {}
+    profiles = study_profiles(study_dir) if study_dir is not None else {}
     if screen and not _screen(profiles, screen):
         rules = ", ".join(f"{k}={v}" for k, v in screen.items())
         raise InputError(f"no rater of {study_dir} passes the screening {rules}")

@@ -14,11 +14,11 @@ from voxeval.core.audio import Audio, load_audio, write_wav
 from voxeval.core.items import Item, load_manifest, write_manifest
 from voxeval.suites.asr.conditions import (
     PEAK_CEILING,
-    _g711_alaw,
-    _g711_mulaw,
     active_mask,
     active_speech_level,
     build_conditions,
+    g711_alaw,
+    g711_mulaw,
     make_babble,
     measure_snr,
     mix_at_snr,
@@ -153,7 +153,7 @@ def test_telephone_band_on_real_speech(codec: str) -> None:
 
 def test_g711_round_trip_is_8_bit_logarithmic() -> None:
     x = np.arange(-32768, 32768)
-    for codec, levels in ((_g711_mulaw, 255), (_g711_alaw, 256)):
+    for codec, levels in ((g711_mulaw, 255), (g711_alaw, 256)):
         y = codec(x)
         assert len(np.unique(y)) == levels
         big = np.abs(x) > 1024

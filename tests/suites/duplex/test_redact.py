@@ -28,7 +28,7 @@ from voxeval.contracts.duplex.evidence import FEATURES_FILE, REDACTED_REASON
 from voxeval.core.runstore import RunStore
 from voxeval.suites.duplex.evidence.bundle_io import BundleError
 from voxeval.suites.duplex.evidence.redact import loudness_envelope, mask_text, redact_bundle
-from voxeval.suites.duplex.scoring.score import _masked_transcripts, score_bundle_folder
+from voxeval.suites.duplex.scoring.score import masked_transcripts, score_bundle_folder
 
 
 def sha(path: Path) -> str:
@@ -201,7 +201,7 @@ def test_masked_transcripts_do_not_blame_perception() -> None:
         "layer": "perception",
         "first_failing_gate": "heard",
     }
-    _masked_transcripts(sl)
+    masked_transcripts(sl)
     assert sl["gates"][0]["passed"] is None
     assert (sl["first_failing_gate"], sl["layer"]) == ("decided", "decision")
 

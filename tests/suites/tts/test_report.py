@@ -347,19 +347,19 @@ def test_profile_paired_and_leadership(run: tuple[RunStore, dict[str, Any]]) -> 
 
 
 def test_lead_statement() -> None:
-    from voxeval.suites.tts.report import _lead_statement
+    from voxeval.suites.tts.report import lead_statement
 
     tops = {
         "x": {"ranked": ["A", "B"], "leaders": ["A"]},
         "y": {"ranked": ["B", "A"], "leaders": ["B"]},
     }
-    st = _lead_statement(["A", "B"], tops)
+    st = lead_statement(["A", "B"], tops)
     assert (
         st == "No system leads everywhere. Leaders (tied by CI overlap) per dimension: x: A; y: B."
     )
     tops["y"]["leaders"] = ["B", "A"]
-    assert _lead_statement(["A", "B"], tops).startswith("A lead(s) or tie(s)")
-    assert _lead_statement(["A"], tops).startswith("One system only")
+    assert lead_statement(["A", "B"], tops).startswith("A lead(s) or tie(s)")
+    assert lead_statement(["A"], tops).startswith("One system only")
 
 
 def test_no_overall_score_anywhere(run: tuple[RunStore, dict[str, Any]]) -> None:

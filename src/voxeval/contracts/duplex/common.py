@@ -44,11 +44,11 @@ class Problem:
         return f"{where}: {self.severity}: {self.message}"
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-def _defer(info: ValidationInfo) -> bool:
+def defer(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get(DEFER_CROSS_CHECKS))
 
 
@@ -64,18 +64,18 @@ def _dotted(loc: Loc) -> str:
     return out or "(top)"
 
 
-def _iso_dates(value: Any) -> Any:
+def iso_dates(value: Any) -> Any:
     """Dates that YAML turned into objects become ISO strings again (final-state.json is JSON)."""
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
     if isinstance(value, dict):
-        return {k: _iso_dates(v) for k, v in value.items()}
+        return {k: iso_dates(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_iso_dates(v) for v in value]
+        return [iso_dates(v) for v in value]
     return value
 
 
-def _version_check(value: int, current: int, what: str) -> int:
+def version_check(value: int, current: int, what: str) -> int:
     if value > current:
         raise ValueError(
             f"{what} schema_version {value} is newer than this voxeval reads ({current})"

@@ -19,8 +19,8 @@ from pydantic import (
 
 from voxeval.contracts.duplex.common import (
     EVENT_SCHEMA_VERSION,
-    _Strict,
-    _version_check,
+    Strict,
+    version_check,
 )
 from voxeval.contracts.duplex.vocabulary import (
     CLOCK_EVENT_TYPE,
@@ -38,7 +38,7 @@ class ClockKind(StrEnum):
     SAMPLE = "sample"
 
 
-class ProducerClock(_Strict):
+class ProducerClock(Strict):
     """The ``data`` of a ``clock.producer`` event: how a producer's clock maps to the session's.
 
     ``session_ns = producer monotonic_ns + offset_ns``, known to within ``uncertainty_ns``.
@@ -96,7 +96,7 @@ class Event(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        return _version_check(value, EVENT_SCHEMA_VERSION, "event")
+        return version_check(value, EVENT_SCHEMA_VERSION, "event")
 
     @model_validator(mode="after")
     def _clock_data(self) -> Self:

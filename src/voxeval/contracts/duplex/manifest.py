@@ -16,8 +16,8 @@ from pydantic import (
 
 from voxeval.contracts.duplex.common import (
     MANIFEST_SCHEMA_VERSION,
-    _Strict,
-    _version_check,
+    Strict,
+    version_check,
 )
 from voxeval.contracts.duplex.vocabulary import (
     Route,
@@ -36,7 +36,7 @@ EXPECTED_CHANNELS = {"mixed.wav": 2}
 """Default channel count by file: mixed.wav keeps the input (left) and output (right) apart."""
 
 
-class FileEntry(_Strict):
+class FileEntry(Strict):
     """A bundle file with its hash; audio may declare the channel count it must have."""
 
     path: str
@@ -63,12 +63,12 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-class ScenarioRef(_Strict):
+class ScenarioRef(Strict):
     id: str
     version: int = Field(ge=1)
 
 
-class ClockInfo(_Strict):
+class ClockInfo(Strict):
     """The session clock: virtual (advanced by the harness) or real; compute charged or not."""
 
     kind: Literal["virtual", "real"]
@@ -94,13 +94,13 @@ class Provenance(BaseModel):
     """Where acoustic.* events were derived from: nowhere, the agent's output stream, or the capture."""
 
 
-class SystemInfo(_Strict):
+class SystemInfo(Strict):
     name: str
     version: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-class Privacy(_Strict):
+class Privacy(Strict):
     redacted: bool = False
     retention_days: int | None = Field(default=None, ge=0)
     purpose: str = "evaluation"
@@ -129,7 +129,7 @@ class BundleManifest(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        return _version_check(value, MANIFEST_SCHEMA_VERSION, "manifest")
+        return version_check(value, MANIFEST_SCHEMA_VERSION, "manifest")
 
     def file(self, name: str) -> FileEntry | None:
         return next((f for f in self.files if f.path == name), None)

@@ -16,10 +16,10 @@ from pydantic import (
 from voxeval.contracts.duplex.common import (
     MATRIX_SCHEMA_VERSION,
     Loc,
-    _defer,
+    Strict,
     _raise,
-    _Strict,
-    _version_check,
+    defer,
+    version_check,
 )
 from voxeval.contracts.duplex.evidence import (
     EvidenceLevel,
@@ -72,7 +72,7 @@ DEFAULT_MIN_N: dict[Statistic, int] = {
 """Percentiles: n such that 1 - q**n >= 0.95; rates: 30 (rule of thumb); counts/values: 1."""
 
 
-class Gate(_Strict):
+class Gate(Strict):
     """One acceptance gate: a metric statistic against a threshold at a minimum evidence level."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -103,7 +103,7 @@ class Gate(_Strict):
         }[self.comparator]
 
 
-class AcceptanceMatrix(_Strict):
+class AcceptanceMatrix(Strict):
     """A named list of gates."""
 
     schema_version: int = Field(default=MATRIX_SCHEMA_VERSION, ge=1)
@@ -114,11 +114,11 @@ class AcceptanceMatrix(_Strict):
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        return _version_check(value, MATRIX_SCHEMA_VERSION, "matrix")
+        return version_check(value, MATRIX_SCHEMA_VERSION, "matrix")
 
     @model_validator(mode="after")
     def _cross(self, info: ValidationInfo) -> Self:
-        if not _defer(info):
+        if not defer(info):
             _raise(matrix_cross_checks(self))
         return self
 

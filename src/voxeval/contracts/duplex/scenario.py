@@ -16,11 +16,11 @@ from pydantic import (
 from voxeval.contracts.duplex.common import (
     SCENARIO_SCHEMA_VERSION,
     Loc,
-    _defer,
-    _iso_dates,
+    Strict,
     _raise,
-    _Strict,
-    _version_check,
+    defer,
+    iso_dates,
+    version_check,
 )
 from voxeval.contracts.duplex.vocabulary import (
     Category,
@@ -32,7 +32,7 @@ from voxeval.contracts.duplex.vocabulary import (
 )
 
 
-class Trigger(_Strict):
+class Trigger(Strict):
     """Start relative to an observed event: the first ``event`` (of ``ref``) plus ``offset_ms``."""
 
     event: str = Field(pattern=r"^[a-z_]+(\.[a-z0-9_]+)+$")
@@ -54,7 +54,7 @@ class GenerateKind(StrEnum):
     ECHO = "echo"
 
 
-class Generate(_Strict):
+class Generate(Strict):
     """A generated sound: same kind, seed and duration give the same samples."""
 
     kind: GenerateKind
@@ -80,7 +80,7 @@ _SEGMENT_JSON_RULES: dict[str, Any] = {
 }
 
 
-class Segment(_Strict):
+class Segment(Strict):
     """One sound of the scenario: who, what, when, and the expected reactions."""
 
     model_config = ConfigDict(json_schema_extra=_SEGMENT_JSON_RULES)
@@ -112,7 +112,7 @@ class Segment(_Strict):
 
     @model_validator(mode="after")
     def _cross(self, info: ValidationInfo) -> Self:
-        if not _defer(info):
+        if not defer(info):
             _raise(segment_cross_checks(self))
         return self
 
@@ -153,7 +153,7 @@ def segment_cross_checks(seg: Segment, loc: Loc = ()) -> list[tuple[Loc, str]]:
     return out
 
 
-class ToolResult(_Strict):
+class ToolResult(Strict):
     """A canned answer: the first result whose ``match`` is a subset of the call's arguments."""
 
     match: dict[str, Any] = Field(default_factory=dict)
@@ -162,7 +162,7 @@ class ToolResult(_Strict):
     """Fail the call with this message instead of returning ``result``."""
 
 
-class Tool(_Strict):
+class Tool(Strict):
     """One tool of the scenario's world."""
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -194,7 +194,7 @@ FAULT_PARAMS: dict[FaultKind, str | None] = {
 }
 
 
-class Fault(_Strict):
+class Fault(Strict):
     """A network or media fault (category 7); random faults are reproducible from ``seed``."""
 
     kind: FaultKind
@@ -226,7 +226,7 @@ def fault_cross_checks(fault: Fault, loc: Loc = ()) -> list[tuple[Loc, str]]:
     return out
 
 
-class BusinessTruth(_Strict):
+class BusinessTruth(Strict):
     """What the world must look like at the end, and which writes were allowed on the way."""
 
     expected_final_state: dict[str, Any] = Field(default_factory=dict)
@@ -238,10 +238,10 @@ class BusinessTruth(_Strict):
     @field_validator("expected_final_state", mode="before")
     @classmethod
     def _dates_as_text(cls, value: Any) -> Any:
-        return _iso_dates(value)
+        return iso_dates(value)
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     """A full-duplex scenario: timed segments, expected reactions, the tool world, the truth."""
 
     schema_version: int = Field(default=SCENARIO_SCHEMA_VERSION, ge=1)
@@ -262,16 +262,16 @@ class Scenario(_Strict):
     @field_validator("initial_state", mode="before")
     @classmethod
     def _initial_dates_as_text(cls, value: Any) -> Any:
-        return _iso_dates(value)
+        return iso_dates(value)
 
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        return _version_check(value, SCENARIO_SCHEMA_VERSION, "scenario")
+        return version_check(value, SCENARIO_SCHEMA_VERSION, "scenario")
 
     @model_validator(mode="after")
     def _cross(self, info: ValidationInfo) -> Self:
-        if not _defer(info):
+        if not defer(info):
             _raise(scenario_cross_checks(self))
         return self
 

@@ -248,7 +248,7 @@ def make_babble(
     return Audio(samples.astype(np.float32), rate)
 
 
-def _g711_mulaw(pcm: np.ndarray) -> np.ndarray:
+def g711_mulaw(pcm: np.ndarray) -> np.ndarray:
     """G.711 mu-law encode then decode of 16-bit integer samples (segmented, 8 bits)."""
     x = np.clip(pcm.astype(np.int64), -32768, 32767)
     sign = x < 0
@@ -260,7 +260,7 @@ def _g711_mulaw(pcm: np.ndarray) -> np.ndarray:
     return np.where(sign, -dec, dec)
 
 
-def _g711_alaw(pcm: np.ndarray) -> np.ndarray:
+def g711_alaw(pcm: np.ndarray) -> np.ndarray:
     """G.711 A-law encode then decode of 16-bit integer samples (segmented, 8 bits)."""
     x = np.clip(pcm.astype(np.int64), -32768, 32767)
     negative = x < 0
@@ -295,7 +295,7 @@ def telephone(audio: Audio, codec: str = "mulaw", *, out_sr: int = TARGET_SR) ->
         x = sosfiltfilt(sos, x)
     if codec != "none":
         pcm = np.round(np.clip(x, -1.0, 32767 / 32768) * 32768.0)
-        coded = _g711_mulaw(pcm) if codec == "mulaw" else _g711_alaw(pcm)
+        coded = g711_mulaw(pcm) if codec == "mulaw" else g711_alaw(pcm)
         x = coded.astype(np.float64) / 32768.0
     return resample(Audio(x.astype(np.float32), 8000), out_sr)
 

@@ -10,7 +10,7 @@ from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.matrix import Gate, Statistic
 from voxeval.stats.comparison import quantile_difference, rate_difference
 from voxeval.suites.duplex.gate_types import (
-    _QUANTILE,
+    QUANTILE,
     BaselineDiff,
     Measurement,
     MetricRow,
@@ -124,9 +124,9 @@ def _compare(
     lo: float | None = None
     hi: float | None = None
     method = "difference only (no per-item values)"
-    if cur.kind == "latency" and gate.statistic in _QUANTILE:
+    if cur.kind == "latency" and gate.statistic in QUANTILE:
         if cur.units and base.units:
-            lo, hi, method = _latency_diff(cur, base, _QUANTILE[gate.statistic], n_boot, seed)
+            lo, hi, method = _latency_diff(cur, base, QUANTILE[gate.statistic], n_boot, seed)
     elif cur.kind == "rate" and base.kind == "rate" and gate.statistic == Statistic.RATE:
         lo, hi, method = _rate_diff(cur, base, n_boot, seed)
     sign = _worse_sign(gate, cur.kind)

@@ -17,7 +17,7 @@ from voxeval.suites.duplex.gate_types import (
     GateStatus,
 )
 from voxeval.suites.duplex.gates import (
-    _fmt_value,
+    fmt_value,
 )
 
 __all__ = ["GATE_FILES", "render_markdown", "render_text", "write_gate_files", "write_junit"]
@@ -31,8 +31,8 @@ def _row_cells(r: GateResult) -> list[str]:
         g.id,
         g.metric if name in (None, g.metric) else f"{g.metric} = {name}",
         str(g.statistic),
-        _fmt_value(r.value, g.unit),
-        f"{g.comparator} {_fmt_value(g.threshold, g.unit)}",
+        fmt_value(r.value, g.unit),
+        f"{g.comparator} {fmt_value(g.threshold, g.unit)}",
         f"{'–' if r.n is None else r.n}/{g.required_n}",
         f"{r.level or 'none'}/{need_level}",
         str(r.status),
@@ -74,12 +74,12 @@ def render_text(report: GateReport) -> str:
                 continue
             flag = " REGRESSION" if b.regression else " improved" if b.improved else ""
             ci = (
-                f" [{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}]"
+                f" [{fmt_value(b.ci_low)}, {fmt_value(b.ci_high)}]"
                 if b.ci_low is not None or b.ci_high is not None
                 else ""
             )
             lines.append(
-                f"  {r.gate.id}: {_fmt_value(b.diff, r.gate.unit)}{ci} {b.direction}{flag}"
+                f"  {r.gate.id}: {fmt_value(b.diff, r.gate.unit)}{ci} {b.direction}{flag}"
                 + (f" ({b.note})" if b.note else "")
             )
     lines.append("")
@@ -115,10 +115,10 @@ def render_markdown(report: GateReport) -> str:
             rows.append(
                 [
                     r.gate.id,
-                    _fmt_value(b.current, r.gate.unit),
-                    _fmt_value(b.baseline, r.gate.unit),
-                    _fmt_value(b.diff, r.gate.unit),
-                    f"[{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}]",
+                    fmt_value(b.current, r.gate.unit),
+                    fmt_value(b.baseline, r.gate.unit),
+                    fmt_value(b.diff, r.gate.unit),
+                    f"[{fmt_value(b.ci_low)}, {fmt_value(b.ci_high)}]",
                     b.direction,
                     "yes" if b.regression else "no" if b.regression is False else "–",
                     b.method + (f"; {b.note}" if b.note else ""),

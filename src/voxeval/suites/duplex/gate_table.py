@@ -21,7 +21,7 @@ from voxeval.contracts.duplex.scorecard import (
     ValueEntry,
 )
 from voxeval.suites.duplex.gate_types import (
-    _LEVEL_RANK,
+    LEVEL_RANK,
     Measurement,
     MetricRow,
     MetricTable,
@@ -29,14 +29,14 @@ from voxeval.suites.duplex.gate_types import (
     RunProvenance,
     Unit,
     _num,
-    _session_of,
+    session_of,
 )
 
 __all__ = ["Entry", "load_scorecard", "metric_table_from_report", "metric_table_from_run"]
 
 
 def _level(x: Any) -> str | None:
-    return x if isinstance(x, str) and x in _LEVEL_RANK else None
+    return x if isinstance(x, str) and x in LEVEL_RANK else None
 
 
 def _session_levels(card: Scorecard, sessions: Sequence[SessionCard]) -> dict[str, str | None]:
@@ -80,8 +80,8 @@ def _replay_source(session: SessionCard, run_dir: Path | None) -> ReplaySource:
 def _opportunity_units(events: Sequence[str], denominator: Sequence[str]) -> list[Unit]:
     hit = set(events)
     if denominator:
-        return [Unit(r, _session_of(r), event=r in hit) for r in denominator]
-    return [Unit(r, _session_of(r), event=True) for r in events]
+        return [Unit(r, session_of(r), event=r in hit) for r in denominator]
+    return [Unit(r, session_of(r), event=True) for r in events]
 
 
 Entry = LatencyEntry | RateEntry | CheckEntry | CountEntry | ValueEntry
@@ -93,7 +93,7 @@ def _measurement(e: Entry) -> Measurement:
         units = [
             Unit(
                 v.ref,
-                v.session or _session_of(v.ref),
+                v.session or session_of(v.ref),
                 None if v.censored or _num(v.value_ms) is None else _num(v.value_ms),
                 v.censored or _num(v.value_ms) is None,
             )
@@ -121,7 +121,7 @@ def _measurement(e: Entry) -> Measurement:
             n=e.sessions_counted,
             value=total,
             k=None if total is None else int(total),
-            units=[Unit(r, _session_of(r), event=True) for r in e.events],
+            units=[Unit(r, session_of(r), event=True) for r in e.events],
         )
     return Measurement(
         kind="value",
@@ -149,7 +149,7 @@ def _row_level(
         if any(lv is None for lv in levels):
             unknown = sum(1 for lv in levels if lv is None)
             return None, f"{unknown} of {len(levels)} session(s) have no derived evidence level"
-        weakest = min(levels, key=lambda lv: _LEVEL_RANK[str(lv)])
+        weakest = min(levels, key=lambda lv: LEVEL_RANK[str(lv)])
         return weakest, f"weakest level among {len(levels)} session(s)"
     if run_level is None:
         return None, "provenance unknown: the run has no derived evidence level"

@@ -78,10 +78,10 @@ PRECEDENCE: tuple[Recommendation, ...] = (
 """Most severe first: when several actions apply, the first one in this order is recommended."""
 
 
-_LEVEL_RANK: dict[str, int] = {lvl: i for i, lvl in enumerate(EVIDENCE_LEVELS)}
+LEVEL_RANK: dict[str, int] = {lvl: i for i, lvl in enumerate(EVIDENCE_LEVELS)}
 
 
-_QUANTILE = {Statistic.P50: 0.5, Statistic.P95: 0.95, Statistic.P99: 0.99}
+QUANTILE = {Statistic.P50: 0.5, Statistic.P95: 0.95, Statistic.P99: 0.99}
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class Unit:
     event: bool | None = None
 
 
-def _session_of(ref: str) -> str:
+def session_of(ref: str) -> str:
     return ref.split("/", 1)[0]
 
 
@@ -198,7 +198,7 @@ class Measurement:
     @classmethod
     def count(cls, total: float, n: int, refs: Sequence[str] = ()) -> Measurement:
         """A summed count over ``n`` sessions; ``refs`` locate the counted instances."""
-        units = [Unit(r, _session_of(r), event=True) for r in refs]
+        units = [Unit(r, session_of(r), event=True) for r in refs]
         return cls(kind="count", n=n, value=float(total), k=int(total), units=units)
 
     @classmethod
@@ -212,7 +212,7 @@ class Measurement:
     def statistic(self, stat: Statistic) -> StatValue:
         """The gate statistic ``stat`` of this measurement."""
         if self.kind == "latency":
-            if stat not in _QUANTILE:
+            if stat not in QUANTILE:
                 return StatValue(None, f"{stat} does not apply to a latency", applies=False)
             value = getattr(self, str(stat))
             if value is not None:
@@ -221,7 +221,7 @@ class Measurement:
             if "censor" in why:
                 return StatValue(math.inf, f"{stat} {why}")
             return StatValue(None, f"{stat} withheld: {why}")
-        if stat in _QUANTILE:
+        if stat in QUANTILE:
             return StatValue(None, f"{stat} applies to latencies, not a {self.kind}", False)
         if self.kind == "rate" and stat == Statistic.COUNT:
             return StatValue(None if self.k is None else float(self.k))

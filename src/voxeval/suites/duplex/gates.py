@@ -133,7 +133,7 @@ def _failing_units(gate: Gate, m: Measurement) -> tuple[list[Unit], int]:
     return bad, max(0, int(m.k or 0) - len(bad))
 
 
-def _fmt_value(v: float | None, unit: str = "") -> str:
+def fmt_value(v: float | None, unit: str = "") -> str:
     if v is None:
         return "–"
     if math.isinf(v):
@@ -265,15 +265,15 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
         threshold_met = None
     failing = [g for g in groups if g.passes is False]
     unit = gate.unit
-    bound = f"{gate.comparator} {_fmt_value(gate.threshold, unit)}"
+    bound = f"{gate.comparator} {fmt_value(gate.threshold, unit)}"
     if threshold_met is False:
         where = ", ".join(
-            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {_fmt_value(g.value, unit)}"
+            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {fmt_value(g.value, unit)}"
             for g in failing
         )
         threshold_text = f"{gate.statistic} {where} not {bound}"
     elif threshold_met:
-        threshold_text = f"{gate.statistic} {_fmt_value(stat.value, unit)} {bound}"
+        threshold_text = f"{gate.statistic} {fmt_value(stat.value, unit)} {bound}"
     else:
         missing_vals = [g for g in groups if g.value is None]
         threshold_text = "no value to compare: " + "; ".join(
@@ -337,9 +337,9 @@ def recommend(results: Sequence[GateResult]) -> tuple[Recommendation, list[str]]
         b = r.baseline
         if b is not None and b.regression:
             text = (
-                f"{g.id}: significant regression vs baseline ({_fmt_value(b.current, g.unit)} "
-                f"vs {_fmt_value(b.baseline, g.unit)}, 95% CI of the difference "
-                f"[{_fmt_value(b.ci_low)}, {_fmt_value(b.ci_high)}])"
+                f"{g.id}: significant regression vs baseline ({fmt_value(b.current, g.unit)} "
+                f"vs {fmt_value(b.baseline, g.unit)}, 95% CI of the difference "
+                f"[{fmt_value(b.ci_low)}, {fmt_value(b.ci_high)}])"
             )
             if r.decisive_regression:
                 found.append((Recommendation.ROLL_BACK, text + "; on_fail roll_back"))
@@ -378,12 +378,12 @@ def evaluate_matrix(
             base_row, _ = baseline.lookup(r.gate.metric)
             r.baseline = _compare(r.gate, cur_row, base_row, n_boot, seed)
         improved = [
-            f"{r.gate.id} ({_fmt_value(r.baseline.diff, r.gate.unit)})"
+            f"{r.gate.id} ({fmt_value(r.baseline.diff, r.gate.unit)})"
             for r in results
             if r.baseline and r.baseline.improved
         ]
         worsened = [
-            f"{r.gate.id} ({_fmt_value(r.baseline.diff, r.gate.unit)})"
+            f"{r.gate.id} ({fmt_value(r.baseline.diff, r.gate.unit)})"
             for r in results
             if r.baseline and r.baseline.regression
         ]

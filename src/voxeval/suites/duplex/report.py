@@ -20,7 +20,7 @@ from voxeval.core.errors import InputError
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.duplex.report_changes import what_changed
-from voxeval.suites.duplex.report_rows import _min_level, metric_rows
+from voxeval.suites.duplex.report_rows import metric_rows, min_level
 from voxeval.suites.duplex.scoring.recovery import CASE_RATES
 from voxeval.suites.duplex.scoring.session_score import SessionScore
 from voxeval.suites.duplex.scoring.stereo import METRICS_VERSION, CallInput
@@ -285,7 +285,7 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     return out
 
 
-def _system_block(
+def system_block(
     spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
 ) -> dict[str, Any]:
     from voxeval.suites.duplex.scoring.turn_metrics import aggregate
@@ -554,7 +554,7 @@ def subjective_block(path: Path, levels: Mapping[str, str]) -> dict[str, Any]:
                 "95% Wilson interval",
             }
         )
-    level = _min_level(levels[s] for s in rated) if all_linked and rated else None
+    level = min_level(levels[s] for s in rated) if all_linked and rated else None
     return {
         **base,
         "status": "linked",
@@ -594,12 +594,12 @@ def build_bundle_report(
     specs = list(config.get("systems") or sorted({r.system for r in records}))
     specs += sorted({r.system for r in records} - set(specs))
     systems_out = [
-        _system_block(spec, [r for r in records if r.system == spec], levels, n_boot)
+        system_block(spec, [r for r in records if r.system == spec], levels, n_boot)
         for spec in specs
     ]
     sessions = [_session_entry(r, items) for r in records]
     key_failures, failure_summary, timelines = _key_failures(ok)
-    run_level = _min_level(levels.values())
+    run_level = min_level(levels.values())
     redacted = sorted(r.id for r in ok if (r.output.get("evidence") or {}).get("redacted"))
     detector = dict(config.get("detector") or {})
     feature_detectors = sorted(

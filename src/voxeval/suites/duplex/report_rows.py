@@ -14,7 +14,7 @@ __all__ = ["LEVELS", "metric_rows"]
 LEVELS = ("L1", "L2", "L3", "L4")
 
 
-def _min_level(levels: Iterable[str | None]) -> str | None:
+def min_level(levels: Iterable[str | None]) -> str | None:
     """The weakest level, or None when any is unknown or there are none."""
     lv = list(levels)
     if not lv or any(x not in LEVELS for x in lv):
@@ -43,7 +43,7 @@ def _row(
         label, level = "IMPLEMENTED", None
         note = note or "voxeval computes it; this run holds no evidence for it (n = 0)"
     else:
-        level = _min_level(levels.get(s) for s in sess)
+        level = min_level(levels.get(s) for s in sess)
         label = "VERIFIED" if level else "UNKNOWN"
         if level is None:
             note = note or "a session behind it has no derived evidence level"

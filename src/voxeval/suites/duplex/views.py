@@ -14,11 +14,11 @@ from voxeval.suites.duplex.views_bundle import render_bundle_html_body, render_b
 from voxeval.suites.duplex.views_parts import (
     LAT_HEADERS,
     RATE_HEADERS,
-    _detector_line,
-    _latency_rows,
-    _rate_rows,
     as_scorecard,
+    detector_line,
     given,
+    latency_rows,
+    rate_rows,
 )
 
 
@@ -28,15 +28,15 @@ def render_markdown(report: Scorecard | Mapping[str, Any]) -> str:
         return render_bundle_markdown(card)
     out = [
         f"# Full-duplex turn-taking report `{card.run_id}`\n",
-        _detector_line(card) + "\n",
+        detector_line(card) + "\n",
         f"> {card.evidence.note}\n",
     ]
     order = given(card, "rate_order", [])
     for s in card.systems:
         o = s.overall
         out.append(f"\n## {s.system} ({given(o, 'n_calls', 0)} calls)\n")
-        out.append(md_table(LAT_HEADERS, _latency_rows(o)))
-        out.append("\n" + md_table(RATE_HEADERS, _rate_rows(o, order)))
+        out.append(md_table(LAT_HEADERS, latency_rows(o)))
+        out.append("\n" + md_table(RATE_HEADERS, rate_rows(o, order)))
         if s.failures:
             out.append(
                 "\nNot scored: "
@@ -68,15 +68,15 @@ def render_html_body(report: Scorecard | Mapping[str, Any], store: RunStore | No
         f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
         f"<code>{esc(card.metrics_version)}</code> · generated "
         f"{esc(given(card, 'generated_at'))}</p>",
-        f"<p>{esc(_detector_line(card))}</p>",
+        f"<p>{esc(detector_line(card))}</p>",
         f"<div class='note'>{esc(card.evidence.note)}</div>",
     ]
     order = given(card, "rate_order", [])
     for s in card.systems:
         o = s.overall
         body.append(f"<h2>{esc(s.system)} · {given(o, 'n_calls', 0)} calls</h2>")
-        body.append("<h3>Speed</h3>" + table(LAT_HEADERS, _latency_rows(o)))
-        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, order)))
+        body.append("<h3>Speed</h3>" + table(LAT_HEADERS, latency_rows(o)))
+        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, rate_rows(o, order)))
         if s.failures:
             body.append(
                 "<h3>Not scored</h3>"

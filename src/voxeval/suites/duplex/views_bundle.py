@@ -19,19 +19,19 @@ from voxeval.suites.duplex.views_parts import (
     ROW_HEADERS,
     STRATA_HEADERS,
     SUBJECTIVE_HEADERS,
-    _bundle_latency_rows,
-    _check_rows,
     _ci,
-    _count_rows,
-    _detector_line,
-    _evidence_line,
-    _failure_cells,
-    _marker_colour,
-    _metric_row_cells,
-    _problem_text,
-    _rate_rows,
-    _strata_rows,
+    bundle_latency_rows,
+    check_rows,
+    count_rows,
+    detector_line,
+    evidence_line,
+    failure_cells,
     given,
+    marker_colour,
+    metric_row_cells,
+    problem_text,
+    rate_rows,
+    strata_rows,
 )
 
 __all__ = ["SESSION_HEADERS", "render_bundle_html_body", "render_bundle_markdown"]
@@ -219,8 +219,8 @@ def _self_check_lines(card: Scorecard) -> list[str]:
 def render_bundle_markdown(card: Scorecard) -> str:
     out = [
         f"# Full-duplex bundle report `{card.run_id}`\n",
-        _detector_line(card) + "\n",
-        _evidence_line(card) + "\n",
+        detector_line(card) + "\n",
+        evidence_line(card) + "\n",
     ]
     for note in given(card, "detector_notes") or []:
         out.append(f"> {note}\n")
@@ -235,33 +235,33 @@ def render_bundle_markdown(card: Scorecard) -> str:
             f"{len(s.failures)} not scored)\n"
         )
         out.append("### Metric evidence\n")
-        out.append(md_table(ROW_HEADERS, _metric_row_cells(given(s, "metric_rows") or [])))
+        out.append(md_table(ROW_HEADERS, metric_row_cells(given(s, "metric_rows") or [])))
         out.append("\n### Speed\n")
-        out.append(md_table(BUNDLE_LAT_HEADERS, _bundle_latency_rows(o)))
+        out.append(md_table(BUNDLE_LAT_HEADERS, bundle_latency_rows(o)))
         out.append("\n### Behaviour\n")
-        out.append(md_table(RATE_HEADERS, _rate_rows(o, order)))
+        out.append(md_table(RATE_HEADERS, rate_rows(o, order)))
         out.append("\n### Task\n")
-        out.append(md_table(CHECK_HEADERS, _check_rows(task, TASK_CHECKS)))
+        out.append(md_table(CHECK_HEADERS, check_rows(task, TASK_CHECKS)))
         out.append("\n### Side effects\n")
-        out.append(md_table(CHECK_HEADERS, _check_rows(task, SIDE_EFFECT_CHECKS)))
-        out.append("\n" + md_table(COUNT_HEADERS, _count_rows(task)))
+        out.append(md_table(CHECK_HEADERS, check_rows(task, SIDE_EFFECT_CHECKS)))
+        out.append("\n" + md_table(COUNT_HEADERS, count_rows(task)))
         out.append("\n### Subjective\n")
         out.append(_subjective_md(given(card, "subjective") or {}))
         out.append("\n### Strata\n")
-        out.append(md_table(STRATA_HEADERS, _strata_rows(s.groups)))
+        out.append(md_table(STRATA_HEADERS, strata_rows(s.groups)))
         if s.failures:
             out.append("\n### Not scored\n")
             for f in s.failures:
                 out.append(f"- `{f['id']}` ({f.get('kind')}): {f.get('message')}")
                 for p in (f.get("problems") or [])[:10]:
-                    out.append(f"  - {_problem_text(p)}")
+                    out.append(f"  - {problem_text(p)}")
     fs = given(card, "failure_summary") or {}
     key_failures = given(card, "key_failures") or []
     out.append(
         f"\n## Key failures ({len(key_failures)} of {fs.get('n', 0)}; "
         f"by layer: {', '.join(f'{k} {v}' for k, v in (fs.get('by_layer') or {}).items()) or '–'})\n"
     )
-    out.append(md_table(FAILURE_HEADERS, [_failure_cells(f) for f in key_failures]))
+    out.append(md_table(FAILURE_HEADERS, [failure_cells(f) for f in key_failures]))
     if given(card, "what_changed"):
         out.append("\n## What changed\n")
         out.append(_what_changed_md(given(card, "what_changed")))
@@ -271,7 +271,7 @@ def render_bundle_markdown(card: Scorecard) -> str:
     if problems:
         out.append("\n### Problems found in the bundles\n")
         for sid, p in problems[:200]:
-            out.append(f"- `{sid}`: {_problem_text(p)}")
+            out.append(f"- `{sid}`: {problem_text(p)}")
     return "\n".join(out) + "\n"
 
 
@@ -325,7 +325,7 @@ def _bundle_timeline(sid: str, tl: dict[str, Any], failures: list[dict[str, Any]
         for side in ("user", "agent")
     ]
     markers = [
-        (m[0], f"{m[1]} {m[2]} {m[3]}".strip(), _marker_colour(m[1]))
+        (m[0], f"{m[1]} {m[2]} {m[3]}".strip(), marker_colour(m[1]))
         for m in tl.get("markers") or []
     ]
     for f in failures:
@@ -371,7 +371,7 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
         f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
         f"<code>{esc(given(card, 'metrics_version'))}</code> · generated "
         f"{esc(given(card, 'generated_at'))}</p>",
-        f"<p>{esc(_detector_line(card))}</p>",
+        f"<p>{esc(detector_line(card))}</p>",
         f"<div class='note'>Evidence level of the run: <b>{esc(ev.level or 'none')}</b>. "
         f"{esc(given(ev, 'note'))}</div>",
     ]
@@ -392,10 +392,10 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
         )
         body.append(
             "<h3>Metric evidence</h3>"
-            + table(ROW_HEADERS, _metric_row_cells(given(s, "metric_rows") or []), left=3)
+            + table(ROW_HEADERS, metric_row_cells(given(s, "metric_rows") or []), left=3)
         )
-        body.append("<h3>Speed</h3>" + table(BUNDLE_LAT_HEADERS, _bundle_latency_rows(o)))
-        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, _rate_rows(o, order)))
+        body.append("<h3>Speed</h3>" + table(BUNDLE_LAT_HEADERS, bundle_latency_rows(o)))
+        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, rate_rows(o, order)))
         conf = given(o, "confusion") or {}
         if conf.get("matrix"):
             labels = conf["labels"]
@@ -406,11 +406,11 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
                     [[e, *[conf["matrix"][e][c] for c in labels]] for e in labels],
                 )
             )
-        body.append("<h3>Task</h3>" + table(CHECK_HEADERS, _check_rows(task, TASK_CHECKS)))
+        body.append("<h3>Task</h3>" + table(CHECK_HEADERS, check_rows(task, TASK_CHECKS)))
         body.append(
             "<h3>Side effects</h3>"
-            + table(CHECK_HEADERS, _check_rows(task, SIDE_EFFECT_CHECKS))
-            + table(COUNT_HEADERS, _count_rows(task))
+            + table(CHECK_HEADERS, check_rows(task, SIDE_EFFECT_CHECKS))
+            + table(COUNT_HEADERS, count_rows(task))
         )
         sub = given(card, "subjective") or {}
         body.append("<h3>Subjective</h3>")
@@ -419,7 +419,7 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
         else:
             body.append("<p class='muted'>No study linked.</p>")
         body.append(f"<p class='muted'>{esc(sub.get('never_overrides'))}.</p>")
-        body.append("<h3>Strata</h3>" + table(STRATA_HEADERS, _strata_rows(s.groups), left=2))
+        body.append("<h3>Strata</h3>" + table(STRATA_HEADERS, strata_rows(s.groups), left=2))
         if s.failures:
             body.append(
                 "<h3>Not scored</h3>"
@@ -430,7 +430,7 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
                             f["id"],
                             f.get("kind"),
                             f.get("message"),
-                            "; ".join(_problem_text(p) for p in (f.get("problems") or [])[:5]),
+                            "; ".join(problem_text(p) for p in (f.get("problems") or [])[:5]),
                         ]
                         for f in s.failures
                     ],
@@ -474,7 +474,7 @@ def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> s
         body.append(
             "<h3>Problems found in the bundles</h3><ul>"
             + "".join(
-                f"<li><code>{esc(sid)}</code>: {esc(_problem_text(p))}</li>"
+                f"<li><code>{esc(sid)}</code>: {esc(problem_text(p))}</li>"
                 for sid, p in problems[:200]
             )
             + "</ul>"

@@ -76,7 +76,7 @@ def _rate_note(e: RateEntry) -> str:
     return ". ".join(p for p in parts if p)
 
 
-def _rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
+def rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
     rates = overall.rates
     names = [n for n in order if n in rates] + [n for n in rates if n not in order]
     return [
@@ -92,7 +92,7 @@ def _rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
     ]
 
 
-def _latency_rows(overall: Overall) -> list[list[Any]]:
+def latency_rows(overall: Overall) -> list[list[Any]]:
     rows = []
     for name, lat in overall.latencies.items():
         ci = lat.p50_ci
@@ -114,7 +114,7 @@ def _latency_rows(overall: Overall) -> list[list[Any]]:
     return rows
 
 
-def _detector_line(card: Scorecard) -> str:
+def detector_line(card: Scorecard) -> str:
     det = given(card, "detector") or {}
     err = det.get("measured_error") or {}
     text = (
@@ -162,7 +162,7 @@ MARKER_COLOURS = {
 }
 
 
-def _evidence_line(card: Scorecard) -> str:
+def evidence_line(card: Scorecard) -> str:
     ev = card.evidence
     counts = ", ".join(f"{k}: {v}" for k, v in (given(ev, "counts") or {}).items()) or "none"
     return (
@@ -171,9 +171,9 @@ def _evidence_line(card: Scorecard) -> str:
     )
 
 
-def _bundle_latency_rows(overall: Overall) -> list[list[Any]]:
-    """``_latency_rows`` plus the P95 interval and where the pairs come from."""
-    rows = _latency_rows(overall)
+def bundle_latency_rows(overall: Overall) -> list[list[Any]]:
+    """``latency_rows`` plus the P95 interval and where the pairs come from."""
+    rows = latency_rows(overall)
     for r in rows:
         e = overall.latencies.get(r[0]) or LatencyEntry()
         ci = e.p95_ci
@@ -186,7 +186,7 @@ def _bundle_latency_rows(overall: Overall) -> list[list[Any]]:
 BUNDLE_LAT_HEADERS = [*LAT_HEADERS[:7], "P95 CI", LAT_HEADERS[7], "source"]
 
 
-def _check_rows(task: TaskBlock | None, names: tuple[str, ...]) -> list[list[Any]]:
+def check_rows(task: TaskBlock | None, names: tuple[str, ...]) -> list[list[Any]]:
     checks = task.checks if task is not None else {}
     rows = []
     for n in names:
@@ -207,7 +207,7 @@ def _check_rows(task: TaskBlock | None, names: tuple[str, ...]) -> list[list[Any
     return rows
 
 
-def _count_rows(task: TaskBlock | None) -> list[list[Any]]:
+def count_rows(task: TaskBlock | None) -> list[list[Any]]:
     counts = task.counts if task is not None else {}
     return [
         [n, given(c, "total"), given(c, "sessions_with_any"), given(c, "sessions_counted")]
@@ -215,7 +215,7 @@ def _count_rows(task: TaskBlock | None) -> list[list[Any]]:
     ]
 
 
-def _metric_row_cells(rows: list[dict[str, Any]]) -> list[list[Any]]:
+def metric_row_cells(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [
         [
             GROUP_TITLES.get(r["group"], r["group"]),
@@ -230,7 +230,7 @@ def _metric_row_cells(rows: list[dict[str, Any]]) -> list[list[Any]]:
     ]
 
 
-def _strata_rows(groups: list[GroupCard]) -> list[list[Any]]:
+def strata_rows(groups: list[GroupCard]) -> list[list[Any]]:
     rows = []
     for g in groups:
         acc = g.rates.get("behaviour_accuracy") or RateEntry()
@@ -270,7 +270,7 @@ FAILURE_HEADERS = ["session", "kind", "check", "t (s)", "layer", "first failing 
 SUBJECTIVE_HEADERS = ["A", "B", "A wins", "B wins", "ties", "A win rate", "95% CI"]
 
 
-def _failure_cells(f: dict[str, Any]) -> list[Any]:
+def failure_cells(f: dict[str, Any]) -> list[Any]:
     return [
         f["session"],
         f.get("kind"),
@@ -282,12 +282,12 @@ def _failure_cells(f: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _problem_text(p: dict[str, Any]) -> str:
+def problem_text(p: dict[str, Any]) -> str:
     where = f"{p.get('file')}:{p['line']}" if p.get("line") is not None else str(p.get("file"))
     return f"{where}: {p.get('severity')}: {p.get('message')}"
 
 
-def _marker_colour(event_type: str) -> str:
+def marker_colour(event_type: str) -> str:
     for prefix, colour in MARKER_COLOURS.items():
         if event_type.startswith(prefix):
             return colour

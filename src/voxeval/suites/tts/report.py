@@ -897,7 +897,7 @@ def build_report(
         "correlation": correlation,
         "top_k": tops,
         "k": top,
-        "statement": _lead_statement(systems, tops),
+        "statement": lead_statement(systems, tops),
     }
 
     human, human_problem = _load_human(store.path / HUMAN_FILE)
@@ -986,7 +986,7 @@ def _metrics_version() -> str:
         return "unknown"
 
 
-def _lead_statement(systems: Sequence[str], tops: Mapping[str, Mapping[str, Any]]) -> str:
+def lead_statement(systems: Sequence[str], tops: Mapping[str, Mapping[str, Any]]) -> str:
     """Whether one system leads (or ties for first by CI overlap) in every dimension."""
     if len(systems) < 2:
         return "One system only: leadership across dimensions cannot be read."

@@ -11,13 +11,13 @@ from typing import Any
 from voxeval.contracts.duplex.common import Problem
 from voxeval.suites.duplex.evidence.realtime_records import (
     ONE_SIDED_WINDOW_NS,
-    _client_refs,
+    Record,
     _d,
-    _ids_in,
     _n,
-    _Record,
     _s,
     _warn,
+    client_refs,
+    ids_in,
 )
 
 __all__ = ["ClockEstimate", "estimate_server_offset"]
@@ -64,7 +64,7 @@ _ORDER_PAIRS: dict[str, str] = {
 
 
 def estimate_server_offset(
-    records: Sequence[_Record], file: str = "", problems: list[Problem] | None = None
+    records: Sequence[Record], file: str = "", problems: list[Problem] | None = None
 ) -> ClockEstimate:
     """Offset of the server clock against the client clock (see the module docstring)."""
     upper: list[tuple[int, int, int]] = []  # (server - client, client line, server line)
@@ -82,23 +82,23 @@ def estimate_server_offset(
             if item.get("type") == "function_call" and _s(item.get("call_id")):
                 client_made.add(item["call_id"])
 
-    first_use: dict[str, _Record] = {}
+    first_use: dict[str, Record] = {}
     for rec in server:
-        for ident in _ids_in(rec.event):
+        for ident in ids_in(rec.event):
             if ident not in first_use or rec.ns < first_use[ident].ns:
                 first_use[ident] = rec
     for rec in client:
-        for ident in _client_refs(rec):
+        for ident in client_refs(rec):
             if ident in client_made or ident not in first_use:
                 continue
             src = first_use[ident]
             lower.append((src.ns - rec.ns, rec.line, src.line))
 
     # exact answers, by id
-    def pair(req: _Record, ans: _Record) -> None:
+    def pair(req: Record, ans: Record) -> None:
         upper.append((ans.ns - req.ns, req.line, ans.line))
 
-    by_client_event_id: dict[str, _Record] = {}
+    by_client_event_id: dict[str, Record] = {}
     dupes: set[str] = set()
     for rec in client:
         eid = _s(rec.event.get("event_id"))
@@ -107,7 +107,7 @@ def estimate_server_offset(
                 dupes.add(eid)
             by_client_event_id[eid] = rec
     answered_by_error: set[int] = set()
-    answers: dict[tuple[str, ...], list[_Record]] = defaultdict(list)
+    answers: dict[tuple[str, ...], list[Record]] = defaultdict(list)
     for rec in server:
         ev = rec.event
         item = _d(ev.get("item"))
@@ -135,7 +135,7 @@ def estimate_server_offset(
             if resp.get("status") == "cancelled" and details.get("reason") == "client_cancelled":
                 answers[("cancel", str(resp.get("id")))].append(rec)
 
-    def take(key: tuple[str, ...], req: _Record) -> bool:
+    def take(key: tuple[str, ...], req: Record) -> bool:
         for i, ans in enumerate(answers.get(key, [])):
             pair(req, ans)
             del answers[key][i]
@@ -166,8 +166,8 @@ def estimate_server_offset(
         for r in server
         if r.kind == "input_audio_buffer.speech_stopped" and r.event.get("item_id")
     }
-    pending: dict[str, deque[tuple[_Record, bool]]] = defaultdict(deque)
-    by_metadata: dict[str, _Record] = {}
+    pending: dict[str, deque[tuple[Record, bool]]] = defaultdict(deque)
+    by_metadata: dict[str, Record] = {}
     used_metadata: set[int] = set()
     for rec in records:
         if rec.line in answered_by_error:
@@ -211,7 +211,7 @@ def estimate_server_offset(
     # log order as observation order: a client line after server lines was sent after they
     # arrived, so it bounds the offset from below too. Used only if the answers agree.
     seq_lower: list[tuple[int, int, int]] = []
-    latest: _Record | None = None
+    latest: Record | None = None
     for rec in records:
         if rec.side == "server":
             if latest is None or rec.ns >= latest.ns:

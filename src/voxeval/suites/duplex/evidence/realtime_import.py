@@ -98,25 +98,25 @@ from voxeval.contracts.duplex.realtime import (
 from voxeval.contracts.duplex.vocabulary import CLOCK_EVENT_TYPE
 from voxeval.suites.duplex.evidence.ledger import order_by_causality
 from voxeval.suites.duplex.evidence.realtime_clock import ClockEstimate, estimate_server_offset
-from voxeval.suites.duplex.evidence.realtime_map import _Mapper
+from voxeval.suites.duplex.evidence.realtime_map import Mapper
 from voxeval.suites.duplex.evidence.realtime_records import (
-    _UNIT_NS,
+    UNIT_NS,
+    Record,
     Side,
-    _canonical,
     _d,
     _err,
-    _is_epoch,
-    _iter_array,
-    _iter_jsonl,
-    _parse_iso,
     _Raw,
-    _Record,
     _s,
-    _scale,
-    _to_number,
-    _unwrap,
     _warn,
+    canonical,
     detect_time_unit,
+    is_epoch,
+    iter_array,
+    iter_jsonl,
+    parse_iso,
+    scale,
+    to_number,
+    unwrap,
 )
 
 __all__ = [
@@ -177,8 +177,8 @@ def import_realtime_log(
     file = str(path)
     problems: list[Problem] = []
     stats: dict[str, Any] = {"source": file}
-    if time_unit is not None and time_unit not in _UNIT_NS:
-        raise ValueError(f"time_unit must be one of {', '.join(_UNIT_NS)}, not {time_unit!r}")
+    if time_unit is not None and time_unit not in UNIT_NS:
+        raise ValueError(f"time_unit must be one of {', '.join(UNIT_NS)}, not {time_unit!r}")
     try:
         raws = _read(Path(path), file, problems, stats)
     except OSError as exc:
@@ -237,7 +237,7 @@ def import_realtime_log(
         for r in records
         if r.kind == "output_audio_buffer.started" and r.event.get("response_id")
     }
-    mapper = _Mapper(sid, file, client_truncates, buffered)
+    mapper = Mapper(sid, file, client_truncates, buffered)
     for rec in records:
         mapper.run(rec)
     problems += mapper.problems
@@ -306,10 +306,10 @@ def _read(path: Path, file: str, problems: list[Problem], stats: dict[str, Any])
                 problems.append(_err(file, None, f"the log is not UTF-8 (byte {exc.start + 1})"))
                 return []
             stats["format"] = "json-array"
-            items = _iter_array(text, file, problems)
+            items = iter_array(text, file, problems)
         else:
             stats["format"] = "jsonl"
-            items = _iter_jsonl(fh, file, problems)
+            items = iter_jsonl(fh, file, problems)
         raws = _unwrap_all(items, file, problems)
     stats["layout"] = {
         "wrapper": sum(r.wrapper for r in raws),
@@ -321,7 +321,7 @@ def _read(path: Path, file: str, problems: list[Problem], stats: dict[str, Any])
 def _unwrap_all(items: Iterable[tuple[int, Any]], file: str, problems: list[Problem]) -> list[_Raw]:
     raws: list[_Raw] = []
     for line, obj in items:
-        got = _unwrap(line, obj, file)
+        got = unwrap(line, obj, file)
         if isinstance(got, Problem):
             problems.append(got)
         else:
@@ -335,14 +335,14 @@ def _resolve(
     problems: list[Problem],
     stats: dict[str, Any],
     time_unit: str | None,
-) -> list[_Record]:
+) -> list[Record]:
     """Timestamps to nanoseconds, sides decided, go-backs within a side reported."""
     parsed: list[tuple[_Raw, float | int | None, int | None, str | None]] = []
     for raw in raws:
         suffix = raw.stamp_key.rpartition("_")[2] if "_" in raw.stamp_key else None
-        number = _to_number(raw.stamp)
+        number = to_number(raw.stamp)
         iso = (
-            _parse_iso(raw.stamp.strip()) if number is None and isinstance(raw.stamp, str) else None
+            parse_iso(raw.stamp.strip()) if number is None and isinstance(raw.stamp, str) else None
         )
         if number is None and iso is None:
             etype = raw.event.get("type")
@@ -361,15 +361,15 @@ def _resolve(
     isos = sum(iso is not None for _, _, iso, _ in parsed)
     stats["time"] = {"unit": unit, "how": how, "iso_8601": isos}
 
-    records: list[_Record] = []
+    records: list[Record] = []
     for raw, number, iso, suffix in parsed:
         if iso is not None:
             ns = iso
         else:
             assert number is not None
-            ns = _scale(number, suffix or unit)
+            ns = scale(number, suffix or unit)
         rt_type = str(raw.event["type"])
-        kind = _canonical(rt_type)
+        kind = canonical(rt_type)
         by_type: Side | None = (
             "client"
             if kind in CLIENT_EVENT_TYPES
@@ -388,7 +388,7 @@ def _resolve(
                 )
             )
         records.append(
-            _Record(raw.line, raw.event, rt_type, kind, side, ns, _is_epoch(ns), raw.payload_bytes)
+            Record(raw.line, raw.event, rt_type, kind, side, ns, is_epoch(ns), raw.payload_bytes)
         )
 
     if isos and any(not r.wall for r in records):
@@ -400,7 +400,7 @@ def _resolve(
                 "events cannot be compared",
             )
         )
-    last: dict[Side, _Record] = {}
+    last: dict[Side, Record] = {}
     for rec in records:
         prev = last.get(rec.side)
         if prev is not None and rec.ns < prev.ns:
@@ -416,7 +416,7 @@ def _resolve(
     return records
 
 
-def _realtime_session_id(records: list[_Record]) -> str | None:
+def _realtime_session_id(records: list[Record]) -> str | None:
     for rec in records:
         if rec.kind == "session.created":
             sid = _s(_d(rec.event.get("session")).get("id"))

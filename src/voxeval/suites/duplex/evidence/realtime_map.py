@@ -21,22 +21,22 @@ from voxeval.contracts.duplex.realtime import (
 )
 from voxeval.suites.duplex.evidence.realtime_records import (
     PCM16_24K,
-    _AudioFormat,
-    _compact,
+    AudioFormat,
+    Record,
     _d,
     _err,
-    _json_or_text,
     _n,
-    _output_format,
-    _Record,
     _s,
     _warn,
+    compact,
+    json_or_text,
+    output_format,
 )
 
 __all__ = []
 
 
-class _Mapper:
+class Mapper:
     """Turns records (in log order) into ledger events, keeping per-session state."""
 
     def __init__(
@@ -53,7 +53,7 @@ class _Mapper:
         self.events: list[Event] = []
         self.problems: list[Problem] = []
         self.seq: Counter[str] = Counter()
-        self.fmt: _AudioFormat | None = PCM16_24K
+        self.fmt: AudioFormat | None = PCM16_24K
         self.fmt_source = "default (pcm16 24 kHz)"
         self.item_response: dict[str, str] = {}
         self.item_name: dict[str, str] = {}
@@ -71,7 +71,7 @@ class _Mapper:
         self.summarised: Counter[str] = Counter()
         self.input_audio_bytes = 0
         self.deltas_without_payload = 0
-        self.handlers: dict[str, Callable[[_Record], None]] = {
+        self.handlers: dict[str, Callable[[Record], None]] = {
             "session.created": self._session_created,
             "session.updated": self._session_config,
             "session.update": self._session_config,
@@ -104,7 +104,7 @@ class _Mapper:
 
     # ------------------------------------------------------------------ plumbing
 
-    def run(self, rec: _Record) -> None:
+    def run(self, rec: Record) -> None:
         mark = len(self.events)
         try:
             handler = self.handlers.get(rec.kind)
@@ -132,7 +132,7 @@ class _Mapper:
 
     def emit(
         self,
-        rec: _Record,
+        rec: Record,
         event_type: str,
         data: dict[str, Any] | None = None,
         suffix: str = "",
@@ -163,7 +163,7 @@ class _Mapper:
         self.events.append(event)
         return event
 
-    def keep(self, rec: _Record) -> None:
+    def keep(self, rec: Record) -> None:
         """A recognised event without ledger equivalent (or an unknown one): realtime.<name>."""
         self.kept[rec.kind] += 1
         ev = rec.event
@@ -172,15 +172,15 @@ class _Mapper:
         item_id = _s(ev.get("item_id")) or _s(_d(ev.get("item")).get("id"))
         if rid is None and item_id:
             rid = self.item_response.get(item_id)
-        self.emit(rec, PASS_PREFIX + rec.kind, _compact(body), response_id=rid)
+        self.emit(rec, PASS_PREFIX + rec.kind, compact(body), response_id=rid)
 
     def _response_of(self, item_id: str | None) -> str | None:
         return self.item_response.get(item_id) if item_id else None
 
     # ------------------------------------------------------------------ session
 
-    def _apply_format(self, rec: _Record, session: dict[str, Any]) -> None:
-        named, fmt, name = _output_format(session)
+    def _apply_format(self, rec: Record, session: dict[str, Any]) -> None:
+        named, fmt, name = output_format(session)
         if not named:
             return
         if fmt is None:
@@ -194,7 +194,7 @@ class _Mapper:
         self.fmt = fmt
         self.fmt_source = f"{rec.rt_type} on line {rec.line}"
 
-    def _session_created(self, rec: _Record) -> None:
+    def _session_created(self, rec: Record) -> None:
         session = _d(rec.event.get("session"))
         self._apply_format(rec, session)
         turn = _d(_d(_d(session.get("audio")).get("input")).get("turn_detection")) or _d(
@@ -205,15 +205,15 @@ class _Mapper:
             "model": _s(session.get("model")),
             "output_audio": self.fmt.describe() if self.fmt else None,
             "turn_detection": _s(turn.get("type")),
-            "session": _compact(session),
+            "session": compact(session),
         }
         self.emit(rec, "session.connected", {k: v for k, v in data.items() if v is not None})
 
-    def _session_config(self, rec: _Record) -> None:
+    def _session_config(self, rec: Record) -> None:
         self._apply_format(rec, _d(rec.event.get("session")))
         self.keep(rec)
 
-    def _error(self, rec: _Record) -> None:
+    def _error(self, rec: Record) -> None:
         error = _d(rec.event.get("error"))
         reason = _s(error.get("code")) or _s(error.get("type")) or "error"
         data = {k: error[k] for k in ("type", "code", "message", "param") if error.get(k)}
@@ -221,32 +221,32 @@ class _Mapper:
             data["client_event_id"] = error["event_id"]
         self.emit(rec, "session.error", data, reason=reason)
 
-    def _asr_failed(self, rec: _Record) -> None:
+    def _asr_failed(self, rec: Record) -> None:
         error = _d(rec.event.get("error"))
-        data = {"scope": "input_audio_transcription", "error": _compact(error)}
+        data = {"scope": "input_audio_transcription", "error": compact(error)}
         reason = _s(error.get("code")) or _s(error.get("type")) or "transcription_failed"
         item = _s(rec.event.get("item_id"))
         self.emit(rec, "session.error", data, reason=reason, utterance_id=item)
 
-    def _append(self, rec: _Record) -> None:
+    def _append(self, rec: Record) -> None:
         self.summarised[rec.kind] += 1
         self.input_audio_bytes += rec.payload_bytes or 0
 
     # ------------------------------------------------------------------ user side
 
-    def _speech_started(self, rec: _Record) -> None:
+    def _speech_started(self, rec: Record) -> None:
         item = _s(rec.event.get("item_id"))
         for rid in self.active:
             self.speech_during.setdefault(rid, item or "")
         data = {"audio_start_ms": _n(rec.event.get("audio_start_ms")), "item_id": item}
         self.emit(rec, "vad.speech_started", _clean(data), utterance_id=item)
 
-    def _speech_stopped(self, rec: _Record) -> None:
+    def _speech_stopped(self, rec: Record) -> None:
         item = _s(rec.event.get("item_id"))
         data = {"audio_end_ms": _n(rec.event.get("audio_end_ms")), "item_id": item}
         self.emit(rec, "vad.speech_stopped", _clean(data), utterance_id=item)
 
-    def _asr_partial(self, rec: _Record) -> None:
+    def _asr_partial(self, rec: Record) -> None:
         item = _s(rec.event.get("item_id"))
         delta = rec.event.get("delta")
         delta = delta if isinstance(delta, str) else ""
@@ -259,7 +259,7 @@ class _Mapper:
         }
         self.emit(rec, "asr.partial", _clean(data), utterance_id=item)
 
-    def _asr_final(self, rec: _Record) -> None:
+    def _asr_final(self, rec: Record) -> None:
         item = _s(rec.event.get("item_id"))
         text = rec.event.get("transcript")
         data = {
@@ -270,7 +270,7 @@ class _Mapper:
 
     # ------------------------------------------------------------------ responses
 
-    def _response_created(self, rec: _Record) -> None:
+    def _response_created(self, rec: Record) -> None:
         resp = _d(rec.event.get("response"))
         rid = _s(resp.get("id"))
         if rid is None:
@@ -285,7 +285,7 @@ class _Mapper:
         }
         self.emit(rec, "response.created", _clean(data), response_id=rid)
 
-    def _response_done(self, rec: _Record) -> None:
+    def _response_done(self, rec: Record) -> None:
         resp = _d(rec.event.get("response"))
         rid = _s(resp.get("id"))
         if rid is None:
@@ -315,15 +315,15 @@ class _Mapper:
             "output": items,
             "transcript": " ".join(transcript_parts) or None,
             "audio_ms": round(audio_ms, 3) if audio_ms else None,
-            "usage": _compact(resp.get("usage")) if resp.get("usage") else None,
-            "error": _compact(details.get("error")) if details.get("error") else None,
+            "usage": compact(resp.get("usage")) if resp.get("usage") else None,
+            "error": compact(details.get("error")) if details.get("error") else None,
         }
         self.emit(rec, "response.done", _clean(data), reason=reason, response_id=rid)
         if status == "cancelled":
-            cancel = {"status_details": _compact(details)} if details else {}
+            cancel = {"status_details": compact(details)} if details else {}
             self.emit(rec, "response.cancelled", cancel, "c", reason=reason, response_id=rid)
 
-    def _output_item(self, rec: _Record) -> None:
+    def _output_item(self, rec: Record) -> None:
         rid = _s(rec.event.get("response_id"))
         item = _d(rec.event.get("item"))
         iid = _s(item.get("id"))
@@ -335,7 +335,7 @@ class _Mapper:
             self.item_name[item["call_id"]] = item["name"]
         self.keep(rec)
 
-    def _audio_delta(self, rec: _Record) -> None:
+    def _audio_delta(self, rec: Record) -> None:
         ev = rec.event
         rid = _s(ev.get("response_id"))
         iid = _s(ev.get("item_id"))
@@ -364,14 +364,14 @@ class _Mapper:
             self.audio_bytes[key] += size
         self.emit(rec, "tts.chunk", _clean(data), response_id=rid)
 
-    def _transcript_delta(self, rec: _Record) -> None:
+    def _transcript_delta(self, rec: Record) -> None:
         self.summarised[rec.kind] += 1
         iid = _s(rec.event.get("item_id"))
         delta = rec.event.get("delta")
         if iid and isinstance(delta, str):
             self.transcript[iid] += delta
 
-    def _transcript_done(self, rec: _Record) -> None:
+    def _transcript_done(self, rec: Record) -> None:
         iid = _s(rec.event.get("item_id"))
         text = rec.event.get("transcript")
         if iid and isinstance(text, str):
@@ -380,7 +380,7 @@ class _Mapper:
 
     # ------------------------------------------------------------------ tools
 
-    def _function_args_done(self, rec: _Record) -> None:
+    def _function_args_done(self, rec: Record) -> None:
         ev = rec.event
         call = _s(ev.get("call_id"))
         if call is None:
@@ -390,7 +390,7 @@ class _Mapper:
         if iid and rid:
             self.item_response.setdefault(iid, rid)
         name = _s(ev.get("name")) or self.item_name.get(call) or self.item_name.get(iid or "")
-        args, parsed = _json_or_text(ev.get("arguments"))
+        args, parsed = json_or_text(ev.get("arguments"))
         data = {"call_id": call, "name": name, "item_id": iid, "arguments": args}
         if not parsed:
             data["arguments_not_json"] = True
@@ -399,7 +399,7 @@ class _Mapper:
             self.call_response[call] = rid
         self.emit(rec, "tool.requested", _clean(data), response_id=rid, task_id=call)
 
-    def _mcp_args_done(self, rec: _Record) -> None:
+    def _mcp_args_done(self, rec: Record) -> None:
         ev = rec.event
         iid = _s(ev.get("item_id"))
         if iid is None:
@@ -408,12 +408,12 @@ class _Mapper:
         if rid:
             self.item_response.setdefault(iid, rid)
             self.call_response[iid] = rid
-        args, _ = _json_or_text(ev.get("arguments"))
+        args, _ = json_or_text(ev.get("arguments"))
         data = {"call_id": iid, "kind": "mcp", "name": self.item_name.get(iid), "arguments": args}
         self.requested.add(iid)
         self.emit(rec, "tool.requested", _clean(data), response_id=rid, task_id=iid)
 
-    def _mcp_result(self, rec: _Record) -> None:
+    def _mcp_result(self, rec: Record) -> None:
         iid = _s(rec.event.get("item_id"))
         if iid is None:
             raise ValueError("MCP call result without item_id")
@@ -422,7 +422,7 @@ class _Mapper:
         data = {"call_id": iid, "kind": "mcp"}
         self.emit(rec, etype, data, response_id=rid, task_id=iid)
 
-    def _item_create(self, rec: _Record) -> None:
+    def _item_create(self, rec: Record) -> None:
         item = _d(rec.event.get("item"))
         if item.get("type") != "function_call_output":
             self.keep(rec)
@@ -439,8 +439,8 @@ class _Mapper:
                     "response.function_call_arguments.done requested",
                 )
             )
-        output, parsed = _json_or_text(item.get("output"))
-        data = {"call_id": call, "item_id": _s(item.get("id")), "output": _compact(output)}
+        output, parsed = json_or_text(item.get("output"))
+        data = {"call_id": call, "item_id": _s(item.get("id")), "output": compact(output)}
         if not parsed:
             data["output_not_json"] = True
         rid = self.call_response.get(call)
@@ -448,7 +448,7 @@ class _Mapper:
 
     # ------------------------------------------------------------------ interruption
 
-    def _response_cancel(self, rec: _Record) -> None:
+    def _response_cancel(self, rec: Record) -> None:
         named = _s(rec.event.get("response_id"))
         rid = named or (self.active[-1] if self.active else None)
         speech = self.speech_during.get(rid or "")
@@ -468,7 +468,7 @@ class _Mapper:
             utterance_id=speech or None,
         )
 
-    def _interrupted(self, rec: _Record) -> None:
+    def _interrupted(self, rec: Record) -> None:
         ev = rec.event
         iid = _s(ev.get("item_id"))
         rid = self._response_of(iid)
@@ -495,17 +495,17 @@ class _Mapper:
             playback_id=rid if rid in self.buffered_responses else None,
         )
 
-    def _truncate(self, rec: _Record) -> None:
+    def _truncate(self, rec: Record) -> None:
         self._interrupted(rec)
 
-    def _truncated(self, rec: _Record) -> None:
+    def _truncated(self, rec: Record) -> None:
         iid = _s(rec.event.get("item_id"))
         if iid and iid in self.client_truncates:
             self.keep(rec)
         else:
             self._interrupted(rec)
 
-    def _buffer_event(self, rec: _Record) -> None:
+    def _buffer_event(self, rec: Record) -> None:
         rid = _s(rec.event.get("response_id"))
         data: dict[str, Any] = {}
         if rec.kind == "output_audio_buffer.started":

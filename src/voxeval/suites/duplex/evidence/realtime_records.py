@@ -49,7 +49,7 @@ _DIRECTION_WORDS: dict[str, Side] = {
 TIME_KEYS = ("t", "ts", "timestamp", "time")
 
 
-_UNIT_NS: dict[str, int] = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+UNIT_NS: dict[str, int] = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
 _EPOCH_MIN_S = 946_684_800.0  # 2000-01-01
@@ -85,7 +85,7 @@ class _Raw:
 
 
 @dataclass
-class _Record:
+class Record:
     """A record with its side and time resolved."""
 
     line: int
@@ -98,7 +98,7 @@ class _Record:
     payload_bytes: int | None = None
 
 
-def _iter_jsonl(
+def iter_jsonl(
     lines: Iterable[bytes], file: str, problems: list[Problem]
 ) -> Iterator[tuple[int, Any]]:
     for line_no, raw in enumerate(lines, start=1):
@@ -118,7 +118,7 @@ def _iter_jsonl(
             problems.append(_err(file, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})"))
 
 
-def _iter_array(text: str, file: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+def iter_array(text: str, file: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
     """Elements of a JSON array with the line each starts on; stops at the first bad one."""
     decoder = json.JSONDecoder()
     n = len(text)
@@ -167,13 +167,13 @@ def _find_stamp(obj: dict[str, Any]) -> tuple[str, Any] | None:
     for key in TIME_KEYS:
         if key in obj:
             return key, obj[key]
-        for unit in _UNIT_NS:
+        for unit in UNIT_NS:
             if f"{key}_{unit}" in obj:
                 return f"{key}_{unit}", obj[f"{key}_{unit}"]
     return None
 
 
-def _unwrap(line: int, obj: Any, file: str) -> _Raw | Problem:
+def unwrap(line: int, obj: Any, file: str) -> _Raw | Problem:
     if not isinstance(obj, dict):
         return _err(file, line, "not a JSON object")
     wrapper = isinstance(obj.get("event"), dict)
@@ -206,7 +206,7 @@ def _unwrap(line: int, obj: Any, file: str) -> _Raw | Problem:
     if not wrapper:
         event.pop("direction", None)
     payload: int | None = None
-    field_name = _PAYLOAD_FIELDS.get(_canonical(etype))
+    field_name = _PAYLOAD_FIELDS.get(canonical(etype))
     if field_name is not None and isinstance(event.get(field_name), str):
         payload = base64_decoded_bytes(event.pop(field_name))
     return _Raw(line, event, declared, key, value, wrapper, payload)
@@ -228,24 +228,24 @@ def detect_time_unit(values: Sequence[float]) -> tuple[str, str]:
     if not vals:
         return "s", "default (no numeric timestamps)"
     span = max(vals) - min(vals)
-    units = [u for u, ns in _UNIT_NS.items() if span * ns / 1e9 <= _MAX_SPAN_S] or list(_UNIT_NS)
+    units = [u for u, ns in UNIT_NS.items() if span * ns / 1e9 <= _MAX_SPAN_S] or list(UNIT_NS)
     mid = statistics.median(vals)
     for unit in units:
-        if _EPOCH_MIN_S <= mid * _UNIT_NS[unit] / 1e9 <= _EPOCH_MAX_S:
+        if _EPOCH_MIN_S <= mid * UNIT_NS[unit] / 1e9 <= _EPOCH_MAX_S:
             return unit, f"epoch time in {unit} (median falls in 2000..2100)"
     gaps = [b - a for a, b in itertools.pairwise(vals) if b > a]
     if not gaps:
         return units[0], f"default {units[0]} (no increasing timestamps to measure gaps)"
     gap = statistics.median(gaps)
     target = math.log10(_TYPICAL_GAP_S)
-    best = min(units, key=lambda u: abs(math.log10(gap * _UNIT_NS[u] / 1e9) - target))
+    best = min(units, key=lambda u: abs(math.log10(gap * UNIT_NS[u] / 1e9) - target))
     return best, (
         f"relative clock in {best} (median gap {gap:g} {best} between events; "
         f"the unit closest to a {_TYPICAL_GAP_S * 1000:g} ms gap)"
     )
 
 
-def _parse_iso(text: str) -> int | None:
+def parse_iso(text: str) -> int | None:
     """Epoch nanoseconds of an ISO-8601 string (UTC if it has no offset), else None."""
     try:
         when = dt.datetime.fromisoformat(text)
@@ -257,7 +257,7 @@ def _parse_iso(text: str) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
-def _to_number(value: Any) -> float | int | None:
+def to_number(value: Any) -> float | int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -278,14 +278,14 @@ def _to_number(value: Any) -> float | int | None:
     return None
 
 
-def _scale(value: float | int, unit: str) -> int:
-    factor = _UNIT_NS[unit]
+def scale(value: float | int, unit: str) -> int:
+    factor = UNIT_NS[unit]
     if isinstance(value, int):
         return value * factor
     return round(value * factor)
 
 
-def _is_epoch(ns: int) -> bool:
+def is_epoch(ns: int) -> bool:
     return _EPOCH_MIN_S <= ns / 1e9 <= _EPOCH_MAX_S
 
 
@@ -311,7 +311,7 @@ def _n(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _canonical(rt_type: str) -> str:
+def canonical(rt_type: str) -> str:
     return BETA_NAMES.get(rt_type, rt_type)
 
 
@@ -323,7 +323,7 @@ def base64_decoded_bytes(text: str) -> int | None:
     return len(body.rstrip("=")) * 3 // 4
 
 
-def _json_or_text(value: Any) -> tuple[Any, bool]:
+def json_or_text(value: Any) -> tuple[Any, bool]:
     """(parsed JSON, True) for a JSON string; (the value, False) otherwise."""
     if isinstance(value, str):
         try:
@@ -333,14 +333,14 @@ def _json_or_text(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _compact(value: Any, key: str = "") -> Any:
+def compact(value: Any, key: str = "") -> Any:
     """A copy safe to store: base64 audio replaced by its size, secret-looking keys redacted."""
     if key.lower() in _SECRET_KEYS:
         return "<redacted>"
     if isinstance(value, dict):
-        return {k: _compact(v, str(k)) for k, v in value.items()}
+        return {k: compact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_compact(v) for v in value]
+        return [compact(v) for v in value]
     if isinstance(value, str) and (key in ("delta", "audio") or len(value) > 1024):
         size = base64_decoded_bytes(value) if len(value) >= 64 else None
         if size is not None:
@@ -349,7 +349,7 @@ def _compact(value: Any, key: str = "") -> Any:
 
 
 @dataclass(frozen=True)
-class _AudioFormat:
+class AudioFormat:
     name: str
     sample_rate: int
     bytes_per_sample: int
@@ -365,7 +365,7 @@ class _AudioFormat:
         }
 
 
-PCM16_24K = _AudioFormat("pcm16", 24_000, 2)
+PCM16_24K = AudioFormat("pcm16", 24_000, 2)
 
 
 _FORMAT_NAMES: dict[str, tuple[str, int, int]] = {
@@ -378,7 +378,7 @@ _FORMAT_NAMES: dict[str, tuple[str, int, int]] = {
 }
 
 
-def _output_format(session: dict[str, Any]) -> tuple[bool, _AudioFormat | None, str | None]:
+def output_format(session: dict[str, Any]) -> tuple[bool, AudioFormat | None, str | None]:
     """(session names an output format, the format or None if unknown, the name as written).
 
     GA: ``session.audio.output.format = {"type": "audio/pcm", "rate": 24000}``;
@@ -399,10 +399,10 @@ def _output_format(session: dict[str, Any]) -> tuple[bool, _AudioFormat | None, 
     if known is None:
         return True, None, str(name if name is not None else raw)
     label, default_rate, width = known
-    return True, _AudioFormat(label, int(rate) if rate else default_rate, width), name
+    return True, AudioFormat(label, int(rate) if rate else default_rate, width), name
 
 
-def _ids_in(event: dict[str, Any]) -> Iterator[str]:
+def ids_in(event: dict[str, Any]) -> Iterator[str]:
     """Ids a server event mentions (response, item, call)."""
     for key in ("response_id", "item_id", "call_id", "previous_item_id"):
         value = _s(event.get(key))
@@ -415,7 +415,7 @@ def _ids_in(event: dict[str, Any]) -> Iterator[str]:
                 yield value
 
 
-def _client_refs(rec: _Record) -> list[str]:
+def client_refs(rec: Record) -> list[str]:
     """Server-made ids a client event names (candidates; client-made ids are removed later)."""
     ev = rec.event
     refs: list[str] = []

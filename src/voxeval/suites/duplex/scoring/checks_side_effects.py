@@ -14,9 +14,9 @@ from voxeval.suites.duplex.scoring.task_context import (
     Onset,
     TaskCheck,
     TaskContext,
-    _call_summary,
     _na,
     _unscored,
+    call_summary,
 )
 from voxeval.suites.duplex.scoring.values import (
     canonical_value,
@@ -81,7 +81,7 @@ def check_duplicate_side_effects(ctx: TaskContext) -> TaskCheck:
     groups = _duplicate_groups(ctx.calls)
     count = sum(len(g) - 1 for g in groups)
     extras = [c for g in groups for c in g[1:]]
-    related = {c.call_id: _call_summary(g[0]) for g in groups for c in g[1:]}
+    related = {c.call_id: call_summary(g[0]) for g in groups for c in g[1:]}
     return TaskCheck(
         name,
         count <= limit,
@@ -99,7 +99,7 @@ def check_duplicate_side_effects(ctx: TaskContext) -> TaskCheck:
         ),
         details={
             "groups": [[c.call_id for c in g] for g in groups],
-            "calls": [_call_summary(c) for c in extras],
+            "calls": [call_summary(c) for c in extras],
             "related": related,
         },
     )
@@ -168,7 +168,7 @@ def check_write_after_stop(ctx: TaskContext) -> TaskCheck:
             )
         ),
         details={
-            "calls": [_call_summary(c) for c, _ in bad.values()],
+            "calls": [call_summary(c) for c, _ in bad.values()],
             "trigger": trigger.to_dict(),
             "stops": [s.to_dict() for s in timed],
         },
@@ -221,7 +221,7 @@ def check_cancellation(ctx: TaskContext) -> TaskCheck:
             + ", ".join(f"{c.call_id} ({c.tool})" for c in standing)
         ),
         details={
-            "calls": [_call_summary(c) for c in standing],
+            "calls": [call_summary(c) for c in standing],
             "trigger": trigger.to_dict(),
             "compensation_requested": requested,
         },
@@ -276,7 +276,7 @@ def check_compensation(ctx: TaskContext) -> TaskCheck:
         evidence=[*(c.call_id for c in missing), *(c.call_id for c in orphans)],
         reason="; ".join(problems) or f"{len(must)} write(s) undone by a compensating call",
         details={
-            "calls": [_call_summary(c) for c in [*missing, *orphans]],
+            "calls": [call_summary(c) for c in [*missing, *orphans]],
             "must_undo": sorted(must),
             "trigger": onsets[-1].to_dict() if onsets else None,
             "compensation_requested": requested,

@@ -15,16 +15,16 @@ from voxeval.contracts.duplex.business import (
 from voxeval.contracts.duplex.event import Event
 from voxeval.contracts.duplex.scenario import Scenario, Tool
 from voxeval.suites.duplex.scoring.task_context import (
-    _GO_ACTIONS,
+    GO_ACTIONS,
     Onset,
     TaskCheck,
     TaskContext,
     TaskState,
-    _call_summary,
-    _is_correction,
-    _is_stop,
     _na,
     _unscored,
+    call_summary,
+    is_correction,
+    is_stop,
 )
 from voxeval.suites.duplex.scoring.values import (
     ISO_DATE,
@@ -84,7 +84,7 @@ def check_goal_completion(ctx: TaskContext) -> TaskCheck:
     )
     details: dict[str, Any] = {"mismatches": mismatches}
     if mismatches:
-        details["calls"] = [_call_summary(c) for c in related]
+        details["calls"] = [call_summary(c) for c in related]
         details["expected_values"] = {k: m["expected"] for k, m in mismatches.items()}
         details["trigger"] = _goal_trigger(ctx)
     return TaskCheck(
@@ -102,7 +102,7 @@ def _goal_trigger(ctx: TaskContext) -> dict[str, Any] | None:
     """The user input the final state depends on most: the last stop, else the last
     correction, else the first request."""
     segs = ctx.user_segments()
-    for pick, kind in ((_is_stop, "stop"), (_is_correction, "correction")):
+    for pick, kind in ((is_stop, "stop"), (is_correction, "correction")):
         chosen = [s for s in segs if pick(s)]
         if chosen:
             return ctx.onset_of(chosen[-1], kind).to_dict()
@@ -141,7 +141,7 @@ def corrected_fields(ctx: TaskContext) -> list[CorrectedField]:
     scenario wins where both name the same field (the agent's own state may be wrong).
     """
     out: list[CorrectedField] = []
-    corrections = [s for s in ctx.user_segments() if _is_correction(s)]
+    corrections = [s for s in ctx.user_segments() if is_correction(s)]
     if corrections:
         onset = ctx.onset_of(corrections[-1], "correction")
         for key, value in ctx.scenario.business_truth.expected_final_state.items():
@@ -267,7 +267,7 @@ def check_parameter_consistency(ctx: TaskContext) -> TaskCheck:
         ),
         details={
             "mismatches": mismatches,
-            "calls": [_call_summary(c) for c in failing.values()],
+            "calls": [call_summary(c) for c in failing.values()],
             "expected_values": {f.field: f.value for f in fields_},
             "trigger": trigger.to_dict() if trigger else None,
             "sources": sorted({f.source for f in fields_}),
@@ -322,7 +322,7 @@ def _write_expected(sc: Scenario) -> bool:
         return False
     actions = [s.expected_task_action for s in sc.segments if s.expected_task_action is not None]
     if actions:
-        return actions[-1] in _GO_ACTIONS
+        return actions[-1] in GO_ACTIONS
     return bool(sc.business_truth.expected_final_state)
 
 
@@ -377,7 +377,7 @@ def check_tool_choice(ctx: TaskContext, required_tools: Sequence[str] | None = N
         expected={"allowed_side_effects": sorted(allowed), "required": required},
         evidence=list(failing),
         reason="; ".join(problems) or f"{len(ctx.calls)} call(s) to the right tools",
-        details={"problems": problems, "calls": [_call_summary(c) for c in failing.values()]},
+        details={"problems": problems, "calls": [call_summary(c) for c in failing.values()]},
     )
 
 
@@ -437,7 +437,7 @@ def check_stale_results(ctx: TaskContext) -> TaskCheck:
         reason="; ".join(f"{k}: {v}" for k, v in stale.items())
         or f"{len(delivered)} delivered result(s), none stale",
         details={
-            "calls": [_call_summary(c) for c in calls],
+            "calls": [call_summary(c) for c in calls],
             "trigger": trigger.to_dict() if trigger else None,
         },
     )
@@ -499,7 +499,7 @@ def check_delivery_correctness(ctx: TaskContext) -> TaskCheck:
         reason="; ".join(f"{k}: {v}" for k, v in problems.items())
         or f"{len(by_task)} task(s) ended on the final result",
         details={
-            "calls": [_call_summary(c) for c in wrong],
+            "calls": [call_summary(c) for c in wrong],
             "trigger": last_change.to_dict() if last_change and wrong else None,
         },
     )
@@ -600,7 +600,7 @@ def check_reconnect_consistency(ctx: TaskContext) -> TaskCheck:
                             f"call {b_call.call_id} replays {a_call.call_id} across the reconnect"
                         )
                         failing[b_call.call_id] = b_call
-                        related[b_call.call_id] = _call_summary(a_call)
+                        related[b_call.call_id] = call_summary(a_call)
     if not judged:
         return _unscored(name, "no state snapshots, task.state versions or tool audit to compare")
     return TaskCheck(
@@ -611,7 +611,7 @@ def check_reconnect_consistency(ctx: TaskContext) -> TaskCheck:
         evidence=[*evidence, *failing],
         reason="; ".join(problems) or f"{len(windows)} reconnect(s) consistent",
         details={
-            "calls": [_call_summary(c) for c in failing.values()],
+            "calls": [call_summary(c) for c in failing.values()],
             "related": related,
             "windows": [[d.event_id, u.event_id] for d, u in windows],
             "problems": problems,

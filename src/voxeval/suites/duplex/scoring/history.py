@@ -129,7 +129,7 @@ def _speech(segments: Iterable[Mapping[str, Any]]) -> list[tuple[float, float]]:
     return sorted(out)
 
 
-def _response_key(e: Event, pb_resp: Mapping[str, str]) -> str | None:
+def response_key(e: Event, pb_resp: Mapping[str, str]) -> str | None:
     if e.response_id:
         return e.response_id
     if e.playback_id:
@@ -138,7 +138,7 @@ def _response_key(e: Event, pb_resp: Mapping[str, str]) -> str | None:
     return str(rid) if isinstance(rid, str) and rid else None
 
 
-def _is_cut_event(e: Event) -> bool:
+def is_cut_event(e: Event) -> bool:
     et = e.event_type
     if et in ("playback.interrupted", "response.cancelled"):
         return True
@@ -191,7 +191,7 @@ def history_consistency(
         if e.event_type == "playback.started":
             if e.playback_id and e.response_id:
                 pb_resp.setdefault(e.playback_id, e.response_id)
-            key = _response_key(e, pb_resp)
+            key = response_key(e, pb_resp)
             if key is not None and key not in responses:
                 responses[key] = _Response(key, t, t - ONSET_SLACK_S)
     order = sorted(responses.values(), key=lambda r: r.t_start)
@@ -213,7 +213,7 @@ def history_consistency(
         r.segs = segs
         r.segments = []
     for e, t in evs:
-        key = _response_key(e, pb_resp)
+        key = response_key(e, pb_resp)
         if e.event_type == HISTORY_EVENT and key is None:
             sid = e.data.get("segment_id")  # names the segment only: its response
             if isinstance(sid, str) and sid in onsets:
@@ -221,7 +221,7 @@ def history_consistency(
         hit = responses.get(key) if key is not None else None
         if hit is None:
             continue
-        if _is_cut_event(e) and hit.cut_event is None:
+        if is_cut_event(e) and hit.cut_event is None:
             hit.cut_event = (e, t)
         if e.event_type.startswith("playback.") and _num(e.data.get("stalled_ms")):
             hit.stalled_ms = _num(e.data.get("stalled_ms"))
@@ -475,7 +475,7 @@ def _history_case(
                 f"the memory keeps {recorded:.0f} ms, {heard:.0f} ms were heard ({-diff:.0f} ms "
                 f"the user heard dropped; tolerance {tol:.0f} ms)"
             )
-    if exp is not None and action is not None and not _action_ok(exp, action):
+    if exp is not None and action is not None and not action_ok(exp, action):
         problems.append(f"history action {action!r}, the scenario expects {exp!r} at {cause}")
     passed = not problems
     if passed:
@@ -499,5 +499,5 @@ def _history_case(
     }
 
 
-def _action_ok(expected: str, observed: str) -> bool:
+def action_ok(expected: str, observed: str) -> bool:
     return observed == expected or {observed, expected} <= UNCERTAIN_ACTIONS

@@ -99,8 +99,8 @@ from voxeval.suites.duplex.scoring.latency_pairs import (
     PairDef,
 )
 from voxeval.suites.duplex.scoring.latency_table import (
-    _NO_META,
     METRICS_VERSION,
+    NO_META,
     SPLIT_FIELDS,
     LatencyPair,
     LatencyTable,
@@ -440,7 +440,7 @@ class MetricAccumulator:
             found = src(sid)
         elif src is not None:
             found = src.get(sid)
-        return found if found is not None else _NO_META
+        return found if found is not None else NO_META
 
     @staticmethod
     def _add_clock(s: _Session, clock: ProducerClock) -> None:

@@ -89,7 +89,7 @@ class SessionMeta:
         )
 
 
-_NO_META = SessionMeta()
+NO_META = SessionMeta()
 
 
 @dataclass(frozen=True, slots=True)

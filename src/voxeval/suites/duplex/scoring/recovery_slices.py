@@ -15,11 +15,11 @@ from voxeval.suites.duplex.scoring.history import (
     HISTORY_EVENT,
     HISTORY_TOLERANCE_MS,
     Timed,
-    _action_ok,
-    _is_cut_event,
     _num,
     _r,
-    _response_key,
+    action_ok,
+    is_cut_event,
+    response_key,
 )
 
 __all__ = ["history_slice", "recovery_slice"]
@@ -190,18 +190,18 @@ def history_slice(
         if e.event_type == "playback.started" and e.playback_id and e.response_id:
             pb_resp.setdefault(e.playback_id, e.response_id)
     key = case.get("response_id")
-    mine = [(e, t) for e, t in evs if key is not None and _response_key(e, pb_resp) == key]
+    mine = [(e, t) for e, t in evs if key is not None and response_key(e, pb_resp) == key]
     created = next(((e, t) for e, t in mine if e.event_type == "response.created"), None)
     started = next(((e, t) for e, t in mine if e.event_type == "playback.started"), None)
     stops = [
         (e, t) for e, t in mine if e.event_type in ("playback.interrupted", "playback.stopped")
     ]
     played = next((x for x in reversed(stops) if x[0].played_until_ms is not None), None)
-    client_cuts = [x for x in stops if _is_cut_event(x[0])]
+    client_cuts = [x for x in stops if is_cut_event(x[0])]
     cancels = [
         (e, t)
         for e, t in mine
-        if e.event_type in ("response.cancelled", "response.done") and _is_cut_event(e)
+        if e.event_type in ("response.cancelled", "response.done") and is_cut_event(e)
     ]
     refs = [by_id[x] for x in str(case.get("recorded_ref") or "").split(", ") if x in by_id]
     hist = next((x for x in refs if x[0].event_type == HISTORY_EVENT), None)
@@ -412,7 +412,7 @@ def history_slice(
                 "no expected history action" if exp is None else "no history action stated",
             )
         )
-    elif _action_ok(str(exp), str(obs)):
+    elif action_ok(str(exp), str(obs)):
         gates.append(_gate("history_action", "decision", True, f"{obs} as expected ({exp})"))
     else:
         note = f"history action {obs!r}, the scenario expects {exp!r} at {sid}"

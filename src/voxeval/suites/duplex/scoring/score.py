@@ -460,7 +460,7 @@ def score_bundle_folder(
             sl["kind"] = "task"
             sl["time_s"] = _slice_time(sl, check.details, origin)
             if masked:
-                _masked_transcripts(sl)
+                masked_transcripts(sl)
             slices.append(sl)
     else:
         notes_out.append("task and side effects not scored: no valid scenario.yaml")
@@ -650,7 +650,7 @@ def _slice_time(sl: Mapping[str, Any], details: Mapping[str, Any], origin: int) 
     return None if ns is None else round((int(ns) - origin) / 1e9, 3)
 
 
-def _masked_transcripts(sl: dict[str, Any]) -> None:
+def masked_transcripts(sl: dict[str, Any]) -> None:
     """A redacted bundle's transcripts are masks: a perception gate that judged the text is
     not assessable; the first failing gate is recomputed without it."""
     changed = False

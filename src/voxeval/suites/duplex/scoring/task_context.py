@@ -122,7 +122,7 @@ def _unscored(name: str, reason: str) -> TaskCheck:
     return TaskCheck(name, None, reason=f"unscored: {reason}", unscored=True)
 
 
-def _call_summary(c: ToolCall) -> dict[str, Any]:
+def call_summary(c: ToolCall) -> dict[str, Any]:
     return {
         "call_id": c.call_id,
         "tool": c.tool,
@@ -208,13 +208,13 @@ class TaskState:
 _STOP_ACTIONS = {TaskAction.CANCEL, TaskAction.COMPENSATE}
 
 
-_GO_ACTIONS = {TaskAction.KEEP, TaskAction.MODIFY}
+GO_ACTIONS = {TaskAction.KEEP, TaskAction.MODIFY}
 
 
 _CHANGE_ACTIONS = {TaskAction.MODIFY, TaskAction.CANCEL, TaskAction.COMPENSATE}
 
 
-def _is_stop(seg: Segment) -> bool:
+def is_stop(seg: Segment) -> bool:
     """Cancel intent, a cancel/compensate task action, or an interruption that is not a
     correction and does not keep or modify the task."""
     if seg.role is not Role.USER:
@@ -230,21 +230,21 @@ def _is_stop(seg: Segment) -> bool:
 
 def _reauthorizes(seg: Segment) -> bool:
     """A new or changed request after a stop: writes are allowed again from its onset."""
-    if seg.role is not Role.USER or _is_stop(seg):
+    if seg.role is not Role.USER or is_stop(seg):
         return False
-    return seg.expected_task_action in _GO_ACTIONS or bool(
+    return seg.expected_task_action in GO_ACTIONS or bool(
         {Intent.START, Intent.CORRECTION} & set(seg.intents)
     )
 
 
-def _is_correction(seg: Segment) -> bool:
+def is_correction(seg: Segment) -> bool:
     return seg.role is Role.USER and (
         Intent.CORRECTION in seg.intents or seg.expected_task_action is TaskAction.MODIFY
     )
 
 
 def _is_change(seg: Segment) -> bool:
-    return _is_correction(seg) or (
+    return is_correction(seg) or (
         seg.role is Role.USER and seg.expected_task_action in _CHANGE_ACTIONS
     )
 
@@ -364,7 +364,7 @@ class TaskContext:
             if _reauthorizes(s) and s.id in self.seg_start
         )
         for seg in self.user_segments():
-            if not _is_stop(seg):
+            if not is_stop(seg):
                 continue
             base = self.onset_of(seg, "stop")
             until = None

@@ -26,7 +26,7 @@ from voxeval.suites.duplex.scoring.turn_types import (
     Turn,
     TurnEvent,
 )
-from voxeval.suites.duplex.scoring.turns_fdb import _pool_compat, compat_metrics
+from voxeval.suites.duplex.scoring.turns_fdb import compat_metrics, pool_compat
 
 __all__ = ["DEFINITIONS", "TURN_METRICS", "aggregate", "confusion_matrix"]
 
@@ -160,7 +160,7 @@ def _latencies(turns: Sequence[Turn], events: Sequence[TurnEvent]) -> dict[str, 
     }
 
 
-def _summary_labels(a: CallAnalysis) -> dict[str, Any]:
+def summary_labels(a: CallAnalysis) -> dict[str, Any]:
     """The per-call labels in the duplex truth kit's vocabulary (``truth.json`` ``labels``)."""
     overlaps = [e for e in a.events if e.agent_speaking_at_onset and not e.terminal]
     return {
@@ -233,5 +233,5 @@ def aggregate(analyses: Sequence[CallAnalysis]) -> dict[str, Any]:
     out["latencies"] = lat
     pooled = [d for a in analyses for d in a.decisions]
     out["confusion"] = confusion_matrix(pooled)
-    out["compat"] = _pool_compat([compat_metrics(a) for a in analyses])
+    out["compat"] = pool_compat([compat_metrics(a) for a in analyses])
     return out

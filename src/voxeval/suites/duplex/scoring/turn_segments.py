@@ -83,7 +83,7 @@ def _segments(segments: Iterable[Any], what: str, *, keep_gaps: bool = False) ->
     return sorted(out, key=lambda s: (s.start, s.end))
 
 
-def _split_at_cuts(segs: list[_Seg], cuts: Sequence[float], p: TurnParams) -> list[_Seg]:
+def split_at_cuts(segs: list[_Seg], cuts: Sequence[float], p: TurnParams) -> list[_Seg]:
     """Split agent segments at an inner pause (``gaps`` of a detector segment) that holds a
     recorded cut: the detector bridged the pause, the player says the audio was flushed there."""
     if not cuts:
@@ -167,7 +167,7 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
     return values[order[-1]]
 
 
-def _reference_level(segs: Sequence[_Seg], p: TurnParams) -> tuple[float | None, str]:
+def reference_level(segs: Sequence[_Seg], p: TurnParams) -> tuple[float | None, str]:
     if p.user_ref_level_dbfs is not None:
         return float(p.user_ref_level_dbfs), "params"
     speech = [s for s in segs if s.kind == SPEECH and math.isfinite(s.level)]
@@ -211,14 +211,14 @@ def _labels(labels: Iterable[Any] | None) -> list[Label]:
     return out
 
 
-def _match_label(labels: Sequence[Label], onset: float, tol: float) -> Label | None:
+def match_label(labels: Sequence[Label], onset: float, tol: float) -> Label | None:
     hits = [lab for lab in labels if lab.start_s - tol <= onset <= lab.end_s]
     if not hits:
         return None
     return min(hits, key=lambda lab: abs(lab.start_s - onset))
 
 
-def _label_kind(lab: Label) -> str | None:
+def label_kind(lab: Label) -> str | None:
     """A sound kind a label implies, or None to keep the acoustic classification."""
     role = (lab.role or "").lower()
     intents = {x.lower() for x in lab.intents}
@@ -235,7 +235,7 @@ def _label_kind(lab: Label) -> str | None:
     return None
 
 
-def _burst_at(bursts: Sequence[AgentBurst], t: float) -> AgentBurst | None:
+def burst_at(bursts: Sequence[AgentBurst], t: float) -> AgentBurst | None:
     for b in bursts:
         if b.start_s <= t < b.end_s:
             return b

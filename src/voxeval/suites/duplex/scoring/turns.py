@@ -122,21 +122,21 @@ from voxeval.stats.percentiles import LatencyValue, percentile_summary
 from voxeval.suites.duplex.scoring.turn_metrics import (
     _latencies,
     _rates,
-    _summary_labels,
     confusion_matrix,
+    summary_labels,
 )
 from voxeval.suites.duplex.scoring.turn_segments import (
-    _burst_at,
-    _label_kind,
     _labels,
-    _match_label,
     _merge,
     _ms,
-    _reference_level,
     _Seg,
     _segments,
-    _split_at_cuts,
     _Unit,
+    burst_at,
+    label_kind,
+    match_label,
+    reference_level,
+    split_at_cuts,
 )
 from voxeval.suites.duplex.scoring.turn_types import (
     BACKCHANNEL,
@@ -208,7 +208,7 @@ def analyze_call(
     p = params
     useg = _segments(user_segments, "user")
     cuts = sorted(float(c) for c in agent_cuts_s)
-    aseg = _split_at_cuts(_segments(agent_segments, "agent", keep_gaps=True), cuts, p)
+    aseg = split_at_cuts(_segments(agent_segments, "agent", keep_gaps=True), cuts, p)
     labs = _labels(labels)
     ends = [s.end for s in (*useg, *aseg)]
     dur = float(duration_s) if duration_s is not None else (max(ends) if ends else 0.0)
@@ -226,7 +226,7 @@ def analyze_call(
             start=1,
         )
     ]
-    ref, ref_source = _reference_level(useg, p)
+    ref, ref_source = reference_level(useg, p)
     units = _merge(
         useg, p.unit_merge_gap_s, by_kind=True, max_level_diff_db=abs(p.background_rel_db)
     )
@@ -237,11 +237,11 @@ def analyze_call(
     for i, u in enumerate(units, start=1):
         sid = f"u{i}"
         rel = u.level - ref if ref is not None and math.isfinite(u.level) else None
-        b = _burst_at(bursts, u.start)
-        lab = _match_label(labs, u.start, p.label_tolerance_s)
+        b = burst_at(bursts, u.start)
+        lab = match_label(labs, u.start, p.label_tolerance_s)
         sound_label[sid] = lab
         kind, source, reason = _classify(u, rel, b is not None, p)
-        lk = _label_kind(lab) if lab is not None else None
+        lk = label_kind(lab) if lab is not None else None
         if lk is not None and lab is not None:
             kind, source, reason = lk, "labels", f"label {lab.id}"
         sounds.append(
@@ -306,7 +306,7 @@ def analyze_call(
             "agent": [_seg_dict(s) for s in aseg],
         },
     )
-    analysis.labels = _summary_labels(analysis)
+    analysis.labels = summary_labels(analysis)
     return analysis
 
 
@@ -408,7 +408,7 @@ def _build_turns(
         for s in g:
             s.turn = tid
         first = g[0]
-        carrier = _burst_at(bursts, first.start_s)
+        carrier = burst_at(bursts, first.start_s)
         barge = (
             carrier is not None
             and carrier.role != "backchannel"
@@ -512,7 +512,7 @@ def _events(
     floor_onsets = sorted(s.start_s for s in sounds if s.kind == SPEECH)
     first_of_turn = {t.sounds[0] for t in turns}
     for s in sounds:
-        b = _burst_at(bursts, s.start_s)
+        b = burst_at(bursts, s.start_s)
         if s.kind == SPEECH:
             if b is None or b.role == "backchannel":
                 continue  # a turn start in silence: measured by the turn's latency
@@ -678,7 +678,7 @@ def _pauses(
             )
             activity = "takeover" if tk else "backchannel" if bc else "none"
             observed = RESPOND if tk else "backchannel" if bc else "listen"
-            lab = _match_label(labels, b, p.label_tolerance_s)
+            lab = match_label(labels, b, p.label_tolerance_s)
             if lab is not None and lab.expected_actions:
                 expected, source = list(lab.expected_actions), "labels"
             else:

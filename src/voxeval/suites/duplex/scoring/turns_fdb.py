@@ -264,7 +264,7 @@ def compat_metrics(analysis: CallAnalysis) -> dict[str, Any]:
     }
 
 
-def _pool_compat(per_call: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def pool_compat(per_call: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Pool per-call compatibility metrics: TOR and latency means over all items of all calls,
     backchannel Freq as total count / total duration, v1.5 means over all intervals."""
 
