@@ -121,6 +121,19 @@ def test_imports_follow_the_layer_order() -> None:
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
+def test_agents_and_backends_build_on_contracts_not_on_suites() -> None:
+    """The reference agent and the systems (agents, models under test) import the duplex
+    contracts, never a suite: a suite's internals can change without touching an agent."""
+    _, edges = _graph()
+    bad = [
+        str(e)
+        for e in edges
+        if e.source.split(".")[1:2] in (["reference"], ["systems"], ["contracts"])
+        and e.target.startswith("voxeval.suites.")
+    ]
+    assert not bad, "agents or backends importing a suite:\n" + "\n".join(bad)
+
+
 def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
     """The rules above are only as good as the reader: a cycle through a function-level
     import, an import under TYPE_CHECKING, a relative import or importlib with a literal name

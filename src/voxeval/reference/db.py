@@ -3,7 +3,7 @@
 ``ClinicDB`` holds the appointments of "Riverside Dental", the free slots, an idempotency table
 and an audit of every tool call. Its state is the business truth of a reference-agent session:
 ``export_final_state()`` is ``final-state.json`` and ``export_tool_audit()`` is
-``tool-audit.json`` (both in the formats ``voxeval.suites.duplex.scoring.task`` reads).
+``tool-audit.json`` (both in the formats of ``voxeval.contracts.duplex.business``).
 
 Initial state (a scenario's seed; every key optional)::
 

@@ -2,7 +2,7 @@
 
 Shared by the client (``realtime_ws.RealtimeAgentLink``, the driver's side) and the server
 (``voxeval.reference.server``, which serves any in-process ``DuplexAgent``). Event names come
-from ``voxeval.suites.duplex.evidence.realtime_import`` (``CLIENT_EVENT_TYPES``, ``SERVER_EVENT_TYPES``
+from ``voxeval.contracts.duplex.realtime`` (``CLIENT_EVENT_TYPES``, ``SERVER_EVENT_TYPES``
 and ``BETA_NAMES``), so the importer, the client and the server read one vocabulary.
 
 Dialects
