@@ -43,11 +43,13 @@ VOLATILE = frozenset(
         "source",
         "file",
         "bundle",
+        "audio",
         "wall_s",
     }
 )
-"""Leaves named so identify a run, a place or a moment, not a figure (``wall_s``: the harness
-self-check's wall time on the virtual clock, a property of the machine)."""
+"""Leaves named so identify a run, a place (``audio``: where a recording lies) or a moment, not
+a figure (``wall_s``: the harness self-check's wall time on the virtual clock, a property of
+the machine)."""
 RANDOM_IDS = re.compile(r"[0-9a-f]{32}")
 """Event ids (uuid4 hex), fresh in every run."""
 RUN_TAG = re.compile(r"-r(\d+)-[0-9a-f]{4}\b")
