@@ -65,6 +65,26 @@ def censored_quantile(sorted_vals: Sequence[float] | np.ndarray, q: float) -> fl
     return a + (b - a) * (h - lo)
 
 
+def quantile_bounds(
+    sorted_vals: Sequence[float] | np.ndarray, q: float, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Distribution-free bounds of the q-quantile from order statistics: ``[x_(l), x_(u)]``
+    with ``P(x_(l) <= xi_q) >= 1 - a/2`` and ``P(x_(u) >= xi_q) >= 1 - a/2`` (a = 1 -
+    confidence; the count of values below xi_q is Binomial(n, q)). Censored values are +inf
+    and sort last. A bound the sample cannot give is -inf (lower) or +inf (upper)."""
+    n = len(sorted_vals)
+    half = (1.0 - confidence) / 2.0
+    cdf, total = [], 0.0
+    for k in range(n + 1):  # P(B <= k), B ~ Binomial(n, q)
+        total += math.comb(n, k) * q**k * (1.0 - q) ** (n - k)
+        cdf.append(total)
+    lower = max((r for r in range(1, n + 1) if cdf[r - 1] <= half), default=None)
+    upper = min((r for r in range(1, n + 1) if cdf[r - 1] >= 1.0 - half), default=None)
+    lo = float(sorted_vals[lower - 1]) if lower is not None else -math.inf
+    hi = float(sorted_vals[upper - 1]) if upper is not None else math.inf
+    return lo, hi
+
+
 def _order_stat(sorted_vals: Sequence[float] | np.ndarray, q: float) -> float | None:
     """:func:`censored_quantile`, None when it depends on a censored value."""
     v = censored_quantile(sorted_vals, q)

@@ -209,10 +209,10 @@ def test_evidence_below_minimum_cannot_pass() -> None:
     assert unknown.label == RowLabel.IMPLEMENTED
 
 
-def test_unreplayable_failures_and_missing_versions_block_a_decision() -> None:
+def test_unreplayable_failures_and_missing_versions_block_a_pass_not_a_failure() -> None:
     bad = latencies(700)  # every value above the threshold: all are failures
     r = one(evaluate_matrix(matrix(gate()), table({"lat_ms": bad}, replayable=False)))
-    assert r.status == GateStatus.INSUFFICIENT_EVIDENCE
+    assert r.status == GateStatus.FAIL  # weak evidence never hides a violated threshold
     assert r.preconditions[2].name == "replayable" and r.preconditions[2].ok is False
     assert "cannot be replayed" in r.preconditions[2].detail
     # passing values are not failures: nothing needs replaying
@@ -221,13 +221,79 @@ def test_unreplayable_failures_and_missing_versions_block_a_decision() -> None:
     # a count the report does not locate in any session cannot be replayed
     dup = matrix(gate(id="dup", metric="dups", statistic="count", comparator="==", threshold=0))
     r2 = one(evaluate_matrix(dup, table({"dups": Measurement.count(2, 10)})), "dup")
-    assert r2.status == GateStatus.INSUFFICIENT_EVIDENCE and "does not locate" in r2.reasons[0]
+    assert r2.status == GateStatus.FAIL and "not == 0" in r2.reasons[0]
+    assert r2.preconditions[2].ok is False and "does not locate" in r2.preconditions[2].detail
     located = Measurement.count(2, 10, refs=["s1/call3", "s4/call1"])
     assert one(evaluate_matrix(dup, table({"dups": located})), "dup").status == GateStatus.FAIL
     # no run.json: versions and configuration not recorded
     r3 = one(evaluate_matrix(matrix(gate()), table({"lat_ms": latencies(100)}, provenance=None)))
     assert r3.status == GateStatus.INSUFFICIENT_EVIDENCE
     assert r3.preconditions[3].ok is False and "run.json" in r3.preconditions[3].detail
+
+
+# --------------------------------------------------------------------------- the status table
+
+
+@pytest.mark.parametrize("level", [None, "L1", "L2", "L3", "L4"])
+def test_a_violated_threshold_fails_at_every_evidence_level(level: str | None) -> None:
+    """Low evidence can keep a good number from passing; it never hides a bad one. Below the
+    gate's floor (L3 here) the failure recommends at most keep_in_shadow, and says so."""
+    bad = one(
+        evaluate_matrix(
+            matrix(gate(min_evidence="L3")), table({"lat_ms": latencies(700)}, level=level)
+        )
+    )
+    assert bad.status == GateStatus.FAIL
+    rep = evaluate_matrix(
+        matrix(gate(min_evidence="L3")), table({"lat_ms": latencies(700)}, level=level)
+    )
+    below = level not in ("L3", "L4")
+    assert rep.recommendation == (
+        Recommendation.KEEP_IN_SHADOW if below else Recommendation.ROLL_BACK
+    )
+    assert any("at most keep_in_shadow" in x for x in rep.reasons) == below
+    good = one(
+        evaluate_matrix(
+            matrix(gate(min_evidence="L3")), table({"lat_ms": latencies(100)}, level=level)
+        )
+    )
+    assert good.status == (GateStatus.INSUFFICIENT_EVIDENCE if below else GateStatus.PASS)
+
+
+def test_small_n_fails_only_when_the_interval_lies_on_the_failing_side() -> None:
+    # p95 of 10 pairs all at 700 ms against <= 500: n = 10 < 59, but the order-statistic lower
+    # bound of the P95 (the 8th of 10) is 700 > 500
+    bad = latencies(700, n=10, sessions=10)
+    r = one(evaluate_matrix(matrix(gate()), table({"lat_ms": bad})))
+    assert r.status == GateStatus.FAIL and "wholly on the failing side" in r.reasons[0]
+    # the same n with values under the threshold: not enough to pass, nothing to fail
+    near = latencies(400, n=10, sessions=10)
+    assert one(evaluate_matrix(matrix(gate()), table({"lat_ms": near}))).status == (
+        GateStatus.INSUFFICIENT_N
+    )
+    # censored pairs count as +inf: five of ten never ended
+    censored = Measurement.latency([700.0] * 5 + [None] * 5, [f"s{i}" for i in range(10)])
+    r2 = one(evaluate_matrix(matrix(gate()), table({"lat_ms": censored})))
+    assert r2.status == GateStatus.FAIL
+    # a rate: 4 of 5 against <= 0.2 (Wilson [0.38, 0.96]) fails at n = 5 < 30; 1 of 5 does not
+    rate = gate(id="r", metric="r", statistic="rate", threshold=0.2)
+    four = Measurement.rate(4, 5, [f"s{i}" for i in range(5)])
+    assert one(evaluate_matrix(matrix(rate), table({"r": four})), "r").status == GateStatus.FAIL
+    onef = Measurement.rate(1, 5, [f"s{i}" for i in range(5)])
+    assert one(evaluate_matrix(matrix(rate), table({"r": onef})), "r").status == (
+        GateStatus.INSUFFICIENT_N
+    )
+
+
+def test_a_zero_tolerance_gate_fails_on_any_event_whatever_n() -> None:
+    zero = gate(id="z", metric="z", statistic="rate", threshold=0, min_evidence="L1")
+    one_event = Measurement.rate(1, 1, ["s0"])
+    r = one(evaluate_matrix(matrix(zero), table({"z": one_event})), "z")
+    assert r.status == GateStatus.FAIL and "zero-tolerance" in r.reasons[0]
+    none = Measurement.rate(0, 1, ["s0"])
+    assert one(evaluate_matrix(matrix(zero), table({"z": none})), "z").status == (
+        GateStatus.INSUFFICIENT_N
+    )
 
 
 # --------------------------------------------------------------------------- recommendation
@@ -372,22 +438,41 @@ def test_junit_xml_structure(tmp_path: Path) -> None:
     assert len(suites) == 1
     suite = suites[0]
     assert suite.get("name") == "m"
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
-    assert suite.get("errors") == "0" and root.get("tests") == "4"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "2")
+    assert suite.get("skipped") == "0" and root.get("tests") == "4"
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert list(cases) == ["passes", "fails", "few", "nobody"]
     assert all(c.get("classname") and c.get("time") is not None for c in cases.values())
-    assert cases["passes"].find("failure") is None and cases["passes"].find("skipped") is None
+    assert cases["passes"].find("failure") is None and cases["passes"].find("error") is None
     failure = cases["fails"].find("failure")
     assert failure is not None and failure.get("type") == "fail"
     assert "on_fail: block" in (failure.text or "")
-    assert cases["few"].find("skipped").get("message").startswith("insufficient_n:")
-    assert cases["nobody"].find("skipped").get("message").startswith("unknown:")
+    # gates nothing decided are errors: CI goes red, not silently green
+    assert cases["few"].find("error").get("message").startswith("insufficient_n:")
+    assert cases["nobody"].find("error").get("message").startswith("unknown:")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["recommendation"] == "block"
     # a child order JUnit consumers expect: properties, testcases, system-out
     tags = [c.tag for c in suite]
     assert tags[0] == "properties" and tags[-1] == "system-out"
+
+
+def test_allow_incomplete_skips_undecided_gates_and_exits_0_when_nothing_failed(
+    tmp_path: Path,
+) -> None:
+    undecided = {"id": "m", "allow_incomplete": True, "gates": [gate(id="few", metric="few_ms")]}
+    rows = {"few_ms": latencies(100, n=10)}
+    strict = evaluate_matrix(matrix(gate(id="few", metric="few_ms")), table(rows))
+    assert strict.recommendation == Recommendation.COLLECT_MORE_DATA and strict.exit_code == 1
+    lenient = evaluate_matrix(AcceptanceMatrix.model_validate(undecided), table(rows))
+    assert lenient.recommendation == Recommendation.COLLECT_MORE_DATA and lenient.exit_code == 0
+    root = ET.parse(write_junit(lenient, tmp_path / "j.xml")).getroot()
+    case = root.find("testsuite/testcase")
+    assert case is not None and case.find("skipped") is not None and case.find("error") is None
+    # allow_incomplete never lets a failure through
+    failing = {**undecided, "gates": [*undecided["gates"], gate(id="bad")]}
+    rows["lat_ms"] = latencies(900)
+    assert evaluate_matrix(AcceptanceMatrix.model_validate(failing), table(rows)).exit_code == 1
 
 
 # --------------------------------------------------------------------------- report shapes
@@ -440,7 +525,9 @@ def recordings_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _score_kit(out, ["d02_bargein_cut_200.wav", "d06_backchannel_agent_wrongly_stops.wav"])
 
 
-def test_recordings_run_ends_in_collect_more_data(recordings_run: Path) -> None:
+def test_recordings_run_fails_a_violated_gate_below_its_evidence_floor(
+    recordings_run: Path,
+) -> None:
     t = metric_table_from_run(recordings_run)
     assert t.evidence_level is None and t.hours and t.hours > 0
     lat, _ = t.lookup("response_first_audio_ms")
@@ -455,9 +542,13 @@ def test_recordings_run_ends_in_collect_more_data(recordings_run: Path) -> None:
     status = {r.gate.id: r.status for r in rep.gates}
     assert status["first-audio-p95"] == GateStatus.INSUFFICIENT_N  # n = 3 < 59
     assert status["grounded-completion"] == GateStatus.UNKNOWN  # recordings have no task truth
-    assert not any(s in (GateStatus.PASS, GateStatus.FAIL) for s in status.values())
+    # one false yield in one opportunity: n = 1 < 30, but Wilson's interval [0.21, 1] lies
+    # wholly above 0.05; a violated threshold fails whatever n and evidence level
+    bc = next(r for r in rep.gates if r.gate.id == "backchannel-false-cancel-rate")
+    assert bc.status == GateStatus.FAIL and "wholly on the failing side" in bc.reasons[0]
+    assert not any(s == GateStatus.PASS for s in status.values())
     assert all(r.label != RowLabel.VERIFIED for r in rep.gates)
-    assert rep.recommendation == Recommendation.COLLECT_MORE_DATA and rep.exit_code == 1
+    assert rep.recommendation == Recommendation.KEEP_IN_SHADOW and rep.exit_code == 1
 
     # with n requirements the data meets, the missing evidence level is what stops every gate
     low_n = matrix(
@@ -466,9 +557,13 @@ def test_recordings_run_ends_in_collect_more_data(recordings_run: Path) -> None:
         gate(id="bc", metric="backchannel_false_cancel", statistic="rate", threshold=0.05, min_n=1),
     )
     rep2 = evaluate_matrix(low_n, t)
-    assert [r.status for r in rep2.gates] == [GateStatus.INSUFFICIENT_EVIDENCE] * 3
+    assert [r.status for r in rep2.gates] == [
+        GateStatus.INSUFFICIENT_EVIDENCE,  # good numbers cannot pass on unknown evidence
+        GateStatus.INSUFFICIENT_EVIDENCE,
+        GateStatus.FAIL,  # a bad one fails anyway
+    ]
     assert [r.threshold_met for r in rep2.gates] == [True, True, False]
-    assert rep2.recommendation == Recommendation.COLLECT_MORE_DATA
+    assert rep2.recommendation == Recommendation.KEEP_IN_SHADOW
 
 
 def load_example() -> AcceptanceMatrix:
@@ -507,9 +602,9 @@ def test_cli_recordings_run_exits_1_and_writes_gate_json(
     embedded = json.loads((out_dir / "report.json").read_text())["gate"]
     assert embedded == json.loads((out_dir / "gate.json").read_text())
     assert (out_dir / "gate.junit.xml").read_text() == junit.read_text()
-    assert "recommendation: collect_more_data" in res.stdout
+    assert "recommendation: keep_in_shadow" in res.stdout
     body = json.loads((out_dir / "gate.json").read_text())
-    assert body["recommendation"] == "collect_more_data" and body["exit_code"] == 1
+    assert body["recommendation"] == "keep_in_shadow" and body["exit_code"] == 1
     assert len(body["gates"]) == 8 and (out_dir / "gate.md").is_file()
     assert body["baseline_run_id"] == recordings_run.name
     first = body["gates"][0]

@@ -109,6 +109,10 @@ class AcceptanceMatrix(Strict):
     schema_version: int = Field(default=MATRIX_SCHEMA_VERSION, ge=1)
     id: str = Field(min_length=1)
     description: str = ""
+    allow_incomplete: bool = False
+    """Gates that cannot be decided (too few samples, too weak evidence, nothing measured)
+    are JUnit ``<skipped>`` and do not make the exit code 1; by default they are ``<error>``
+    and do."""
     gates: list[Gate] = Field(min_length=1)
 
     @field_validator("schema_version")

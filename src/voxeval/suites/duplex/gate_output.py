@@ -186,10 +186,11 @@ def write_gate_files(report: GateReport, run_dir: str | Path) -> Path:
 def write_junit(report: GateReport, path: str | Path) -> Path:
     """JUnit XML for CI (Jenkins, GitLab): ``<testsuites>`` holding one ``<testsuite>`` named
     after the matrix, one ``<testcase>`` per gate. A failed gate (or a decisive regression) is
-    a ``<failure>``; insufficient_n, insufficient_evidence and unknown are ``<skipped>`` with
-    the reason as message; passes are empty testcases. The recommendation is a suite property
+    a ``<failure>``; insufficient_n, insufficient_evidence and unknown are ``<error>`` (CI goes
+    red: nothing was shown to pass), or ``<skipped>`` when the matrix allows incomplete gates;
+    the reason is the message; passes are empty testcases. The recommendation is a suite property
     and the suite's ``system-out``."""
-    counts = {"failures": 0, "skipped": 0}
+    counts = {"failures": 0, "errors": 0, "skipped": 0}
     suite_name = report.matrix_id
     cases = []
     for r in report.gates:
@@ -206,8 +207,12 @@ def write_junit(report: GateReport, path: str | Path) -> Path:
                 [f"on_fail: {r.gate.on_fail}", *(f"{c.name}: {c.detail}" for c in r.preconditions)]
             )
         elif r.status != GateStatus.PASS:
-            counts["skipped"] += 1
-            ET.SubElement(case, "skipped", {"message": f"{r.status}: {summary}"})
+            kind = "skipped" if report.allow_incomplete else "error"
+            counts["skipped" if kind == "skipped" else "errors"] += 1
+            attrs = {"message": f"{r.status}: {summary}"}
+            if kind == "error":
+                attrs["type"] = str(r.status)
+            ET.SubElement(case, kind, attrs)
         out = ET.SubElement(case, "system-out")
         out.text = f"{r.gate.metric} ({r.label_text}); " + "; ".join(
             f"{c.name}={'ok' if c.ok else 'not checked' if c.ok is None else 'NOT MET'}"
@@ -217,7 +222,7 @@ def write_junit(report: GateReport, path: str | Path) -> Path:
     attrs = {
         "tests": str(len(cases)),
         "failures": str(counts["failures"]),
-        "errors": "0",
+        "errors": str(counts["errors"]),
         "skipped": str(counts["skipped"]),
         "time": "0",
     }

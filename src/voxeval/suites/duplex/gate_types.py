@@ -532,11 +532,21 @@ class GateReport:
     baseline_run_id: str | None = None
     tradeoffs: dict[str, list[str]] = field(default_factory=dict)
     generated_at: str = ""
+    allow_incomplete: bool = False
+    """The matrix's ``allow_incomplete``: gates that could not be decided do not fail CI."""
+
+    @property
+    def failed(self) -> bool:
+        """A gate failed or a baseline regression was decisive."""
+        return any(r.status == GateStatus.FAIL or r.decisive_regression for r in self.gates)
 
     @property
     def exit_code(self) -> int:
-        """0 for ship; 1 otherwise (a gate or check failed, or nothing was shown to pass)."""
-        return 0 if self.recommendation == Recommendation.SHIP else 1
+        """0 for ship; 1 otherwise (a gate failed, or a gate could not be decided), except
+        that with ``allow_incomplete`` undecided gates alone give 0."""
+        if self.recommendation == Recommendation.SHIP:
+            return 0
+        return 0 if self.allow_incomplete and not self.failed else 1
 
     def counts(self) -> dict[str, int]:
         out = {str(s): 0 for s in GateStatus}

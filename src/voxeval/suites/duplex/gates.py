@@ -57,10 +57,12 @@ from collections.abc import Sequence
 
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import evidence_at_least
-from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate
+from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, Statistic
+from voxeval.stats.percentiles import quantile_bounds
 from voxeval.suites.duplex.gate_baseline import _compare
 from voxeval.suites.duplex.gate_types import (
     PRECEDENCE,
+    QUANTILE,
     Check,
     GateReport,
     GateResult,
@@ -142,6 +144,39 @@ def fmt_value(v: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip() if unit and unit not in ("fraction", "count") else text
 
 
+def _zero_tolerance(gate: Gate, m: Measurement) -> bool:
+    """``<= 0`` or ``== 0`` on events (a rate, a count, a value): "critical failures are 0"."""
+    return gate.threshold == 0 and gate.comparator in ("<=", "==") and m.kind != "latency"
+
+
+def _interval_fails(gate: Gate, m: Measurement) -> str | None:
+    """The 95 % interval of the gate's statistic when it lies wholly on the failing side of the
+    threshold (Wilson for rates; order-statistic bounds for percentiles, censored pairs as
+    +inf), else None."""
+    lo: float | None
+    hi: float | None
+    if m.kind == "latency" and gate.statistic in QUANTILE:
+        values = sorted(
+            math.inf if u.censored or u.value_ms is None else float(u.value_ms) for u in m.units
+        )
+        if not values:
+            return None
+        lo, hi = quantile_bounds(values, QUANTILE[gate.statistic])
+    elif m.kind == "rate" and gate.statistic == Statistic.RATE and "rate" in m.ci:
+        lo, hi = m.ci["rate"]
+    else:
+        return None
+    t = gate.threshold
+    failing = {
+        "<=": lo is not None and lo > t,
+        "<": lo is not None and lo >= t,
+        ">=": hi is not None and hi < t,
+        ">": hi is not None and hi <= t,
+        "==": lo is not None and hi is not None and (lo > t or hi < t),
+    }[gate.comparator]
+    return f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]" if failing else None
+
+
 def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> GateResult:
     row, tried = table.lookup(gate.metric)
     need = gate.required_n
@@ -186,6 +221,7 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
 
     # groups: overall plus every value of every split key the gate asks for
     groups = [GroupValue(None, "all", m.n, stat.value, stat.note, None)]
+    measured_by_group = [m]
     split_notes: list[str] = []
     for key in gate.split_by:
         values = row.splits.get(str(key))
@@ -195,6 +231,7 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
         for name, sm in sorted(values.items()):
             sv = sm.statistic(gate.statistic)
             groups.append(GroupValue(str(key), name, sm.n, sv.value, sv.note, None))
+            measured_by_group.append(sm)
     short = [g for g in groups if g.n < need]
     if short:
         detail = "; ".join(
@@ -280,21 +317,51 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
             sorted({g.note or "not reported" for g in missing_vals})
         )
 
+    # the status table: a violated threshold fails at any evidence level; low evidence or a
+    # small n can keep a good number from passing, never hide a bad one
+    zero_tolerance = _zero_tolerance(gate, m)
+    events = [g for g in groups if zero_tolerance and g.value is not None and g.value > 0]
+    decided = [
+        (g, b)
+        for g, gm in zip(groups, measured_by_group, strict=True)
+        if g.n < need and (b := _interval_fails(gate, gm)) is not None
+    ]
     if not measured_ok:
         status = GateStatus.UNKNOWN
+    elif threshold_met is False and not short:
+        status = GateStatus.FAIL
+    elif events:
+        status = GateStatus.FAIL
+        where = ", ".join(
+            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {fmt_value(g.value, unit)}"
+            for g in events
+        )
+        threshold_text = (
+            f"zero-tolerance gate ({gate.statistic} {bound}): {where}; any event fails, whatever n"
+        )
+    elif decided:
+        status = GateStatus.FAIL
+        threshold_text = "; ".join(
+            f"{'overall' if g.split is None else f'{g.split}={g.name}'}: n = {g.n} < {need}, "
+            f"but the 95 % interval {text} lies wholly on the failing side of {bound}"
+            for g, text in decided
+        )
     elif short:
         status = GateStatus.INSUFFICIENT_N
     elif not replay_ok or prov_problems or not ev_ok:
         status = GateStatus.INSUFFICIENT_EVIDENCE
     elif threshold_met is True:
         status = GateStatus.PASS
-    elif threshold_met is False:
-        status = GateStatus.FAIL
     else:
         status = GateStatus.INSUFFICIENT_N
         reasons.append(threshold_text)
     if status in (GateStatus.PASS, GateStatus.FAIL):
         reasons.insert(0, threshold_text)
+        if status == GateStatus.FAIL and not ev_ok:
+            reasons.append(
+                f"failed below the gate's evidence floor ({gate.min_evidence}): recommends at "
+                "most keep_in_shadow"
+            )
     elif threshold_met is not None and measured_ok:
         verdict = "would pass" if threshold_met else "would fail"
         reasons.append(f"threshold (not decisive): {threshold_text} ({verdict})")
@@ -330,7 +397,14 @@ def recommend(results: Sequence[GateResult]) -> tuple[Recommendation, list[str]]
         g = r.gate
         if r.status == GateStatus.FAIL:
             action = Recommendation(str(g.on_fail))
-            found.append((action, f"{g.id}: failed ({r.reasons[0]}); on_fail {g.on_fail}"))
+            text = f"{g.id}: failed ({r.reasons[0]}); on_fail {g.on_fail}"
+            below_floor = r.evidence is not None and r.evidence.ok is False
+            if below_floor and PRECEDENCE.index(action) < PRECEDENCE.index(
+                Recommendation.KEEP_IN_SHADOW
+            ):
+                action = Recommendation.KEEP_IN_SHADOW
+                text += f"; below the evidence floor {g.min_evidence}: at most keep_in_shadow"
+            found.append((action, text))
         elif r.status != GateStatus.PASS:
             why = "; ".join(r.reasons) or str(r.status)
             found.append((Recommendation.COLLECT_MORE_DATA, f"{g.id}: {r.status} ({why})"))
@@ -406,6 +480,7 @@ def evaluate_matrix(
         baseline_run_id=baseline.run_id if baseline is not None else None,
         tradeoffs=tradeoffs,
         generated_at=utc_now(),
+        allow_incomplete=matrix.allow_incomplete,
     )
 
 
