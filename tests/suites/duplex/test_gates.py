@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from voxeval.cli.main import cli
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.stats.intervals import newcombe_diff
-from voxeval.suites.duplex.gate_output import GATE_FILES, write_junit
+from voxeval.suites.duplex.gate_output import GATE_FILES, render_text, write_junit
 from voxeval.suites.duplex.gate_table import metric_table_from_report, metric_table_from_run
 from voxeval.suites.duplex.gate_types import (
     PRECEDENCE,
@@ -299,11 +299,32 @@ def test_a_zero_tolerance_gate_fails_on_any_event_whatever_n() -> None:
 # --------------------------------------------------------------------------- recommendation
 
 
+def test_a_v1_matrix_still_reads_and_a_failure_prints_its_mitigation() -> None:
+    """Matrix v2: four recommendations (``on_fail: block`` reads as keep_in_shadow) and a
+    mitigation per gate, printed with its failure; a v1 matrix is still read."""
+    v1 = AcceptanceMatrix.model_validate(
+        {"schema_version": 1, "id": "old", "gates": [gate(on_fail="block")]}
+    )
+    rep = evaluate_matrix(v1, table({"lat_ms": latencies(900)}))
+    assert rep.recommendation == Recommendation.KEEP_IN_SHADOW
+    assert "read as keep_in_shadow" in rep.reasons[0]
+    v2 = matrix(gate(on_fail="keep_in_shadow", mitigation="fall back to the conservative policy"))
+    rep2 = evaluate_matrix(v2, table({"lat_ms": latencies(900)}))
+    assert "mitigation: fall back to the conservative policy" in rep2.reasons[0]
+    assert "mitigation: fall back" in render_text(rep2)
+    assert {str(r) for r in Recommendation} == {
+        "roll_back",
+        "keep_in_shadow",
+        "collect_more_data",
+        "ship",
+    }
+
+
 @pytest.mark.parametrize(
     ("on_fails", "expected"),
     [
         (["roll_back", "block", "keep_in_shadow"], Recommendation.ROLL_BACK),
-        (["block", "keep_in_shadow", "collect_more_data"], Recommendation.BLOCK),
+        (["block", "collect_more_data"], Recommendation.KEEP_IN_SHADOW),  # block: v1's word
         (["keep_in_shadow", "collect_more_data"], Recommendation.KEEP_IN_SHADOW),
         (["collect_more_data"], Recommendation.COLLECT_MORE_DATA),
         ([], Recommendation.SHIP),
@@ -316,8 +337,9 @@ def test_recommendation_precedence(on_fails: list[str], expected: Recommendation
     rep = evaluate_matrix(matrix(*gates), table(rows))
     assert rep.recommendation == expected
     assert rep.exit_code == (0 if expected == Recommendation.SHIP else 1)
+    read = ["keep_in_shadow" if a == "block" else a for a in on_fails]  # v1's block
     assert PRECEDENCE.index(rep.recommendation) == min(
-        [PRECEDENCE.index(Recommendation(a)) for a in on_fails] + [PRECEDENCE.index(expected)]
+        [PRECEDENCE.index(Recommendation(a)) for a in read] + [PRECEDENCE.index(expected)]
     )
 
 
@@ -451,7 +473,7 @@ def test_junit_xml_structure(tmp_path: Path) -> None:
     assert cases["few"].find("error").get("message").startswith("insufficient_n:")
     assert cases["nobody"].find("error").get("message").startswith("unknown:")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
-    assert props["recommendation"] == "block"
+    assert props["recommendation"] == "keep_in_shadow"  # on_fail block reads as keep_in_shadow
     # a child order JUnit consumers expect: properties, testcases, system-out
     tags = [c.tag for c in suite]
     assert tags[0] == "properties" and tags[-1] == "system-out"

@@ -78,6 +78,8 @@ CHANGED: dict[str, str] = {
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
     r"(recommendation|reasons\[\d+\]|status_counts\.\w+)$": STATUS_TABLE,
+    r"precedence\[\d+\]$": "issue 16: matrix v2 recommends one of four actions (block reads "
+    "as keep_in_shadow)",
 }
 """Leaf path pattern (matched from the start) -> why its figure was meant to move."""
 

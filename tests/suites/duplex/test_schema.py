@@ -381,7 +381,7 @@ def test_committed_schemas_are_up_to_date(kind: str) -> None:
         "src/voxeval/contracts/duplex/schemas`"
     )
     body = json.loads(committed)
-    assert body["$id"] == f"urn:voxeval:duplex:{kind}:v1"
+    assert body["$id"] == f"urn:voxeval:duplex:{kind}:v{2 if kind == 'matrix' else 1}"
 
 
 def test_schema_cli_writes_and_prints(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pydantic import (
 SCENARIO_SCHEMA_VERSION = 1
 EVENT_SCHEMA_VERSION = 1
 MANIFEST_SCHEMA_VERSION = 1
-MATRIX_SCHEMA_VERSION = 1
+MATRIX_SCHEMA_VERSION = 2
 
 DEFER_CROSS_CHECKS = "defer_cross_checks"
 """Validation context key: skip cross-field checks (the validator runs them to get lines)."""

@@ -17,7 +17,7 @@ __all__ = ["GATE_RECORD_SCHEMA_VERSION", "GateEntry", "GateRecord"]
 
 GATE_RECORD_SCHEMA_VERSION = 1
 
-Recommendation = Literal["roll_back", "block", "keep_in_shadow", "collect_more_data", "ship"]
+Recommendation = Literal["roll_back", "keep_in_shadow", "collect_more_data", "ship"]
 GateStatus = Literal["pass", "fail", "insufficient_n", "insufficient_evidence", "unknown"]
 
 

@@ -42,6 +42,7 @@ class OnFail(StrEnum):
     KEEP_IN_SHADOW = "keep_in_shadow"
     COLLECT_MORE_DATA = "collect_more_data"
     BLOCK = "block"
+    """Read as keep_in_shadow (matrix v1's word; v2 recommends one of four actions)."""
 
 
 class SplitKey(StrEnum):
@@ -86,6 +87,9 @@ class Gate(Strict):
     on_fail: OnFail
     split_by: list[SplitKey] = Field(default_factory=list)
     description: str = ""
+    mitigation: str = ""
+    """What to do while the gate fails (e.g. "fall back to the conservative policy", "keep
+    human confirmation"); printed with the failure."""
 
     @property
     def required_n(self) -> int:

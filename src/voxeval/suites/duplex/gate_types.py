@@ -55,7 +55,6 @@ class GateStatus(StrEnum):
 class Recommendation(StrEnum):
     SHIP = "ship"
     ROLL_BACK = "roll_back"
-    BLOCK = "block"
     KEEP_IN_SHADOW = "keep_in_shadow"
     COLLECT_MORE_DATA = "collect_more_data"
 
@@ -70,7 +69,6 @@ class RowLabel(StrEnum):
 
 PRECEDENCE: tuple[Recommendation, ...] = (
     Recommendation.ROLL_BACK,
-    Recommendation.BLOCK,
     Recommendation.KEEP_IN_SHADOW,
     Recommendation.COLLECT_MORE_DATA,
     Recommendation.SHIP,

@@ -1,53 +1,41 @@
 """Acceptance gates and the release decision (DESIGN.md, "Full-duplex ledger and bundle").
 
-A duplex run's report becomes a ``MetricTable`` (``metric_table_from_report``): per metric the
-measured statistics, the items behind them (so a baseline comparison can resample them), the
-evidence level they were measured at, per-split values and, per session, where it can be
+A duplex run's Scorecard becomes a ``MetricTable`` (``gate_table.py``): per metric the measured
+statistics, the items behind them (so intervals and baseline comparisons can resample them),
+the evidence level they were measured at, per-split values and, per session, where it can be
 replayed from. ``evaluate_matrix`` checks an ``AcceptanceMatrix`` against the table, gate by
-gate, in a fixed order:
+gate, overall and in every value of every ``split_by`` key the run records. The status table:
 
-1. **Preconditions**, each listed with its result: the metric was measured at all (else the
-   gate is ``unknown``); ``n >= gate.required_n`` overall and in every value of every
-   ``split_by`` key the run records (else ``insufficient_n``: collect more data; a run that
-   records no value for a split key counts as one group); every failure behind the metric is
-   replayable (its session names a bundle folder or recording that exists) and the run's
-   ``run.json`` records system specs, package versions and configuration (else
-   ``insufficient_evidence``).
-2. **Evidence**: the level the metric was measured at must be at least ``gate.min_evidence``;
-   a metric measured below it, or with unknown provenance (recordings scored without a bundle
-   manifest), cannot pass (``insufficient_evidence``).
-3. **Threshold**: ``Gate.passes`` on the statistic, overall and in every split value; every
-   group must pass. A percentile that falls among censored pairs (no end event) counts as
-   +infinity: it fails an upper bound.
+- **fail**: the threshold is violated where n meets the gate's n (``gate.required_n``); or n is
+  smaller but the statistic's 95 % interval lies wholly on the failing side (Wilson for rates;
+  order-statistic bounds for percentiles, censored pairs as +inf); or a zero-tolerance gate
+  (``<= 0`` / ``== 0`` on a rate, count or value) saw any event, whatever n. At any evidence
+  level: low evidence can keep a good number from passing, never hide a bad one; a failure
+  below the gate's evidence floor recommends at most ``keep_in_shadow`` and says so.
+- **pass**: n met, the evidence floor met, every failure behind the metric replayable, the
+  run's versions recorded (``run.json``), and the threshold met in every group.
+- **insufficient_n / insufficient_evidence / unknown** otherwise (nothing measured is unknown);
+  every blocker is listed in the gate's reasons, and the threshold outcome is shown even when
+  it does not decide.
 
-The first step that does not hold decides the status (``pass | fail | insufficient_n |
-insufficient_evidence | unknown``); every blocker is listed in the gate's reasons, and the
-threshold outcome is shown even when it is not decisive. Each gate's metric row is labelled
-``VERIFIED`` at the level it was measured at, ``IMPLEMENTED`` (voxeval computes the metric, but
-this run holds no evidence for it: absent, n = 0, or provenance unknown) or ``UNKNOWN``
-(nothing in voxeval or the run measures it).
+Each gate's metric row is labelled ``VERIFIED`` at the level it was measured at, ``IMPLEMENTED``
+(voxeval computes the metric, this run holds no evidence for it) or ``UNKNOWN``.
 
-With a baseline run, every gate also gets ``current - baseline`` with a 95 % CI: latencies by
-a percentile bootstrap over sessions (paired, i.e. the same session draw for both runs, when
-both runs hold the same sessions; independent otherwise), rates by the paired bootstrap of
-``stats.intervals`` (the engine of ``voxeval compare``) on identical session sets, else
-Newcombe's hybrid score interval for two independent proportions. Counts and plain values get
-the difference only. A difference whose CI lies entirely on the worse side (worse: above the
-threshold side for ``<``/``<=`` gates, below it for ``>``/``>=``, away from the threshold for
-``==``) is a ``regression``; improvements are flagged the same way, and the report lists
-metrics that improved next to those that got worse (trade-offs).
+With a baseline run, every gate also gets ``current - baseline`` with a 95 % CI from
+``stats.comparison`` (the intervals the report's what-changed shows) and a regression flag;
+the report lists metrics that improved next to those that got worse (trade-offs).
 
 The recommendation (one word, with reasons) follows ``PRECEDENCE``::
 
-    roll_back > block > keep_in_shadow > collect_more_data > ship
+    roll_back > keep_in_shadow > collect_more_data > ship
 
-``roll_back``: a failed gate whose ``on_fail`` is ``roll_back``, or a significant regression
-against the baseline on such a gate measured at the same evidence level in both runs;
-``block`` / ``keep_in_shadow`` / ``collect_more_data``: a failed gate with that ``on_fail``;
-``collect_more_data`` also when nothing failed but a gate is ``insufficient_n``,
-``insufficient_evidence`` or ``unknown``; ``ship`` only when every gate passes. The most severe
-applicable action wins. ``voxeval duplex gate`` exits 0 only for ``ship``: ``collect_more_data``
-exits 1 as well, since nothing was shown to pass.
+``roll_back``: a failed gate whose ``on_fail`` is ``roll_back`` (at or above its evidence
+floor), or a significant regression against the baseline on such a gate measured at the same
+evidence level in both runs; ``keep_in_shadow`` / ``collect_more_data``: a failed gate with that
+``on_fail`` (``block`` in a matrix reads as ``keep_in_shadow``); ``collect_more_data`` also when
+nothing failed but a gate could not be decided; ``ship`` only when every gate passes. The most
+severe applicable action wins. ``voxeval duplex gate`` exits 0 only for ``ship`` (and, with the
+matrix's ``allow_incomplete``, when nothing failed).
 """
 
 from __future__ import annotations
@@ -57,7 +45,7 @@ from collections.abc import Sequence
 
 from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import evidence_at_least
-from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, Statistic
+from voxeval.contracts.duplex.matrix import AcceptanceMatrix, Gate, OnFail, Statistic
 from voxeval.stats.percentiles import quantile_bounds
 from voxeval.suites.duplex.gate_baseline import _compare
 from voxeval.suites.duplex.gate_types import (
@@ -396,8 +384,16 @@ def recommend(results: Sequence[GateResult]) -> tuple[Recommendation, list[str]]
     for r in results:
         g = r.gate
         if r.status == GateStatus.FAIL:
-            action = Recommendation(str(g.on_fail))
+            action = (
+                Recommendation.KEEP_IN_SHADOW
+                if g.on_fail == OnFail.BLOCK
+                else Recommendation(str(g.on_fail))
+            )
             text = f"{g.id}: failed ({r.reasons[0]}); on_fail {g.on_fail}"
+            if g.on_fail == OnFail.BLOCK:
+                text += " (read as keep_in_shadow)"
+            if g.mitigation:
+                text += f"; mitigation: {g.mitigation}"
             below_floor = r.evidence is not None and r.evidence.ok is False
             if below_floor and PRECEDENCE.index(action) < PRECEDENCE.index(
                 Recommendation.KEEP_IN_SHADOW
