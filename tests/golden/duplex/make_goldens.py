@@ -6,8 +6,11 @@ speed work changed the live stack's audio, e.g. the rendered input of correction
 is 365120 samples now and was 384960 then, so live runs on 78ed857 are not the baseline of this
 refactor. The stereo and Realtime goldens are the same on both commits):
 
-    git worktree add /tmp/gdb dbc1e82
-    cd /tmp/gdb && PYTHONPATH=src python /work/main/tests/golden/duplex/make_goldens.py /tmp/gold
+    git worktree add ../old dbc1e82          # from the repository root
+    cd ../old && PYTHONPATH=src python ../<this checkout>/tests/golden/duplex/make_goldens.py WORK
+
+(WORK: any scratch folder; runs already made there are reused.) The goldens are written next
+to this script; the tests imported are the old checkout's (the current directory).
 
 Four cases, each a report.json and a gate.json of the example matrix with a baseline:
 ``careful`` and ``naive`` (the reference agent's two policies over the default scenario set,
