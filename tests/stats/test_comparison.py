@@ -59,3 +59,18 @@ def test_rates_pair_shared_sessions_else_newcombe() -> None:
     )
     assert incomplete is not None and not incomplete.paired  # sessions do not cover n
     assert rate_difference((0, 0), (1, 3)) is None
+
+
+def test_quantile_bounds_hold_the_quantile_and_stay_finite_at_large_n() -> None:
+    from voxeval.stats.percentiles import quantile_bounds
+
+    rng = np.random.default_rng(3)
+    covered = 0
+    for _ in range(200):  # a standard normal's median is 0
+        lo, hi = quantile_bounds(np.sort(rng.normal(size=40)), 0.5)
+        covered += lo <= 0.0 <= hi
+    assert covered >= 180  # nominal 95 %; order-statistic bounds are conservative
+    lo, hi = quantile_bounds(list(range(5000)), 0.95)  # would overflow in plain floats
+    assert 4700 < lo < 4750 < hi < 4800
+    lo5, hi5 = quantile_bounds([100.0, 200.0, math.inf, math.inf, math.inf], 0.5)
+    assert lo5 == -math.inf and hi5 == math.inf  # five values cannot bound a median at 95 %

@@ -75,8 +75,16 @@ def quantile_bounds(
     n = len(sorted_vals)
     half = (1.0 - confidence) / 2.0
     cdf, total = [], 0.0
-    for k in range(n + 1):  # P(B <= k), B ~ Binomial(n, q)
-        total += math.comb(n, k) * q**k * (1.0 - q) ** (n - k)
+    log_q, log_p = math.log(q), math.log1p(-q)
+    for k in range(n + 1):  # P(B <= k), B ~ Binomial(n, q); log space keeps large n finite
+        log_pmf = (
+            math.lgamma(n + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(n - k + 1)
+            + k * log_q
+            + (n - k) * log_p
+        )
+        total += math.exp(log_pmf)
         cdf.append(total)
     lower = max((r for r in range(1, n + 1) if cdf[r - 1] <= half), default=None)
     upper = min((r for r in range(1, n + 1) if cdf[r - 1] >= 1.0 - half), default=None)
