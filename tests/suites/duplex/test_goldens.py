@@ -74,10 +74,18 @@ STATUS_TABLE = (
     "zero-tolerance gate); a failure below the evidence floor recommends at most keep_in_shadow. "
     "The measured values, n, levels and intervals of every gate are unchanged and compared"
 )
+RECORDINGS_L2 = (
+    "issue 16: a recording without a provenance sidecar is fixed audio, L2 (provenance "
+    "unknown), not an unknown level"
+)
 CHANGED: dict[str, str] = {
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
     r"(recommendation|reasons\[\d+\]|status_counts\.\w+)$": STATUS_TABLE,
+    r"evidence\.(level|note|status)$": RECORDINGS_L2,
+    r"(gates|metric_rows)\[[^\]]+\]\.(evidence\.(detail|ok)|evidence_level|label|label_text)$": (
+        RECORDINGS_L2
+    ),
     r"precedence\[\d+\]$": "issue 16: matrix v2 recommends one of four actions (block reads "
     "as keep_in_shadow)",
 }

@@ -151,10 +151,15 @@ def derive_evidence_level(
 
 
 def assess_evidence(
-    manifest: BundleManifest, bundle_dir: Path | None = None, *, features: Any = None
+    manifest: BundleManifest,
+    bundle_dir: Path | None = None,
+    *,
+    features: Any = None,
+    events_from_audio: bool = False,
 ) -> EvidenceAssessment:
     """``derive_evidence_level`` plus the located contradictions and notes (for the
-    validator)."""
+    validator). ``events_from_audio``: the session's events are derived by voxeval from
+    its audio (a recording), so they count as present without an events.jsonl."""
     reasons: list[str] = []
     contra: list[tuple[Loc, str]] = []
     for key in SELF_DECLARED_LEVEL_KEYS:
@@ -184,7 +189,7 @@ def assess_evidence(
                 f"privacy.redacted, but the redaction record is not usable "
                 f"({redaction.problem}): dropped audio not accounted for"
             )
-    has_events = "events.jsonl" in present
+    has_events = "events.jsonl" in present or (events_from_audio and bool(present & set(_AUDIO)))
     has_audio = bool(present & set(_AUDIO))
     if not has_events and not has_audio:
         return EvidenceAssessment(

@@ -24,6 +24,7 @@ from voxeval.contracts.duplex.common import (
 from voxeval.contracts.duplex.evidence import (
     EvidenceLevel,
 )
+from voxeval.contracts.duplex.provenance import EvidenceBasis
 
 # --------------------------------------------------------------------------- acceptance matrix
 
@@ -90,6 +91,9 @@ class Gate(Strict):
     mitigation: str = ""
     """What to do while the gate fails (e.g. "fall back to the conservative policy", "keep
     human confirmation"); printed with the failure."""
+    evidence: EvidenceBasis | None = None
+    """Whether recordings' declared provenance counts toward ``min_evidence`` for this gate
+    (None: the matrix's ``evidence``)."""
 
     @property
     def required_n(self) -> int:
@@ -117,7 +121,14 @@ class AcceptanceMatrix(Strict):
     """Gates that cannot be decided (too few samples, too weak evidence, nothing measured)
     are JUnit ``<skipped>`` and do not make the exit code 1; by default they are ``<error>``
     and do."""
+    evidence: EvidenceBasis = "derived"
+    """derived: only evidence voxeval derived counts (a recording without voxeval's capture
+    is L2); declared: a recording's ``provenance.json`` counts, labelled declared."""
     gates: list[Gate] = Field(min_length=1)
+
+    def basis(self, gate: Gate) -> EvidenceBasis:
+        """The evidence basis a gate counts (its own, else the matrix's)."""
+        return gate.evidence or self.evidence
 
     @field_validator("schema_version")
     @classmethod
@@ -145,4 +156,4 @@ def matrix_cross_checks(m: AcceptanceMatrix) -> list[tuple[Loc, str]]:
 
 # --------------------------------------------------------------------------- JSON Schemas
 
-SchemaKind = Literal["scenario", "event", "manifest", "matrix", "scorecard", "gate"]
+SchemaKind = Literal["scenario", "event", "manifest", "provenance", "matrix", "scorecard", "gate"]

@@ -28,6 +28,7 @@ from voxeval.contracts.duplex.matrix import (
     AcceptanceMatrix,
     SchemaKind,
 )
+from voxeval.contracts.duplex.provenance import PROVENANCE_SCHEMA_VERSION, DeclaredProvenance
 from voxeval.contracts.duplex.scenario import (
     Scenario,
 )
@@ -37,6 +38,7 @@ SCHEMA_KINDS: tuple[SchemaKind, ...] = (
     "scenario",
     "event",
     "manifest",
+    "provenance",
     "matrix",
     "scorecard",
     "gate",
@@ -45,6 +47,11 @@ _SCHEMA_MODELS: dict[str, tuple[type[BaseModel], int, str]] = {
     "scenario": (Scenario, SCENARIO_SCHEMA_VERSION, "voxeval full-duplex scenario"),
     "event": (Event, EVENT_SCHEMA_VERSION, "voxeval full-duplex ledger event (one JSONL line)"),
     "manifest": (BundleManifest, MANIFEST_SCHEMA_VERSION, "voxeval evidence bundle manifest"),
+    "provenance": (
+        DeclaredProvenance,
+        PROVENANCE_SCHEMA_VERSION,
+        "voxeval declared provenance of a recording (provenance.json)",
+    ),
     "matrix": (AcceptanceMatrix, MATRIX_SCHEMA_VERSION, "voxeval acceptance matrix"),
     "scorecard": (Scorecard, SCORECARD_SCHEMA_VERSION, "voxeval duplex scorecard (report.json)"),
     "gate": (GateRecord, GATE_RECORD_SCHEMA_VERSION, "voxeval duplex gate record (gate.json)"),

@@ -166,14 +166,19 @@ class SessionCard(_Open):
     system: str | None = None
     duration_s: Number | None = None
     evidence_level: str | None = None
+    """The derived level (a recording: L2, fixed audio)."""
+    declared_level: str | None = None
+    """A recording's level from its ``provenance.json`` (None: no declaration)."""
     bundle: str | None = None
     audio: str | list[str] | None = None
 
 
 class EvidenceCard(_Open):
-    """The run's evidence: ``level`` the weakest session's (None: not derived), why."""
+    """The run's evidence: ``level`` the weakest session's derived level (None: not
+    derived), ``declared_level`` the weakest counting recordings' declared provenance, why."""
 
     level: str | None = None
+    declared_level: str | None = None
     status: str | None = None
     note: str | None = None
 

@@ -53,6 +53,18 @@ def _session_levels(card: Scorecard, sessions: Sequence[SessionCard]) -> dict[st
     return out
 
 
+def _declared_levels(card: Scorecard, sessions: Sequence[SessionCard]) -> dict[str, str | None]:
+    """Each recording's level counting its declared provenance (only sessions that declare)."""
+    out: dict[str, str | None] = {}
+    table = (card.evidence.model_extra or {}).get("declared_sessions")
+    if isinstance(table, dict):
+        out.update({str(sid): _level(lvl) for sid, lvl in table.items()})
+    for s in sessions:
+        if s.declared_level is not None:
+            out[s.id] = _level(s.declared_level)
+    return out
+
+
 def _replay_source(session: SessionCard, run_dir: Path | None) -> ReplaySource:
     """Where a session can be replayed from: its bundle, else its recording's audio files,
     else ``bundles/<id>`` of the run."""
@@ -207,11 +219,19 @@ def metric_table_from_report(
     run_level = _level(card.evidence.level)
     run_note = str(card.evidence.note or card.evidence.status or "")
     levels = _session_levels(card, sessions)
+    declared = _declared_levels(card, sessions)
 
     rows: dict[str, MetricRow] = {}
     for name, source, item in _entries(entry.overall):
         m = _measurement(item)
         level, note = _row_level(m, item.evidence_level, run_level, levels)
+        declared_level, declared_note = (
+            _row_level(
+                m, None, _level(card.evidence.declared_level) or run_level, {**levels, **declared}
+            )
+            if declared and item.evidence_level is None
+            else (None, "")
+        )
         row = MetricRow(
             name=name,
             source=source,
@@ -219,6 +239,9 @@ def metric_table_from_report(
             evidence_level=level,
             evidence_note=note,
             definition=item.definition,
+            declared_level=declared_level,
+            declared_note=declared_note
+            + (" (declared provenance counted)" if declared_note else ""),
         )
         by: Mapping[str, Mapping[str, Entry]] = getattr(item, "by", {}) or {}
         for key, by_value in by.items():

@@ -244,7 +244,9 @@ class MetricRow:
 
     ``name`` is the report's name; ``source`` says where it was read (or how it was derived);
     ``splits[key][value]`` holds per-split measurements (key: route, category, device, ...).
-    ``evidence_level`` is L1..L4, or None when the provenance is unknown.
+    ``evidence_level`` is L1..L4 as derived by voxeval, or None when it is unknown;
+    ``declared_level`` is the level when recordings' declared provenance (``provenance.json``)
+    counts (None: no session behind the row declares any).
     """
 
     name: str
@@ -254,6 +256,8 @@ class MetricRow:
     evidence_level: str | None = None
     evidence_note: str = ""
     definition: str = ""
+    declared_level: str | None = None
+    declared_note: str = ""
 
 
 @dataclass
@@ -468,11 +472,14 @@ class GateResult:
     evidence: Check | None = None
     threshold_met: bool | None = None
     baseline: BaselineDiff | None = None
+    evidence_basis: str = "derived"
+    """declared when the level counted rests on recordings' declared provenance."""
 
     @property
     def label_text(self) -> str:
         if self.label == RowLabel.VERIFIED:
-            return f"VERIFIED at {self.level}"
+            declared = " (declared)" if self.evidence_basis == "declared" else ""
+            return f"VERIFIED at {self.level}{declared}"
         return str(self.label)
 
     @property
@@ -504,6 +511,7 @@ class GateResult:
             "label": str(self.label),
             "label_text": self.label_text,
             "evidence_level": self.level,
+            "evidence_basis": self.evidence_basis,
             "source": self.source,
             "value": self.value,
             "censored_tail": self.value is not None and math.isinf(self.value),

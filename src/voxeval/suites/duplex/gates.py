@@ -165,7 +165,9 @@ def _interval_fails(gate: Gate, m: Measurement) -> str | None:
     return f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]" if failing else None
 
 
-def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> GateResult:
+def _evaluate_gate(
+    gate: Gate, table: MetricTable, implemented: set[str], basis: str = "derived"
+) -> GateResult:
     row, tried = table.lookup(gate.metric)
     need = gate.required_n
     if row is None:
@@ -266,14 +268,22 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
     if prov_problems:
         reasons.append("run not reproducible: " + "; ".join(prov_problems))
 
-    # evidence
-    level = row.evidence_level
+    # evidence: derived, or declared where the gate counts recordings' declared provenance
+    level, level_note, used_basis = row.evidence_level, row.evidence_note, "derived"
+    if row.declared_level is not None and basis == "declared":
+        level, level_note, used_basis = row.declared_level, row.declared_note, "declared"
+    elif row.declared_level is not None:
+        level_note += (
+            f"; declared provenance ({row.declared_level}) not counted: the gate counts "
+            "derived evidence only (evidence: derived)"
+        )
     if level is None:
         ev_ok = False
-        ev_detail = f"no evidence level ({row.evidence_note}); the gate needs {gate.min_evidence}"
+        ev_detail = f"no evidence level ({level_note}); the gate needs {gate.min_evidence}"
     else:
         ev_ok = evidence_at_least(level, gate.min_evidence)
-        ev_detail = f"measured at {level} ({row.evidence_note}); the gate needs {gate.min_evidence}"
+        word = "declared at" if used_basis == "declared" else "measured at"
+        ev_detail = f"{word} {level} ({level_note}); the gate needs {gate.min_evidence}"
     if not ev_ok:
         reasons.append(f"evidence too weak: {ev_detail}")
     evidence = Check("evidence", ev_ok, ev_detail)
@@ -368,6 +378,7 @@ def _evaluate_gate(gate: Gate, table: MetricTable, implemented: set[str]) -> Gat
         preconditions=[measured, sample, replayable, versions],
         evidence=evidence,
         threshold_met=threshold_met,
+        evidence_basis=used_basis,
     )
 
 
@@ -440,7 +451,7 @@ def evaluate_matrix(
     from voxeval.core.runstore import utc_now
 
     implemented = _implemented_names()
-    results = [_evaluate_gate(g, table, implemented) for g in matrix.gates]
+    results = [_evaluate_gate(g, table, implemented, matrix.basis(g)) for g in matrix.gates]
     tradeoffs: dict[str, list[str]] = {}
     if baseline is not None:
         for r in results:

@@ -82,6 +82,8 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
                     "takeovers": d["takeovers"],
                     "segments": rec.output.get("segments"),
                     "compat": compat_metrics(analysis),
+                    "evidence_level": _recording_evidence(rec).get("level"),
+                    "declared_level": _recording_evidence(rec).get("declared_level"),
                 }
             )
         status = Counter(r.status for r in recs)
@@ -111,17 +113,62 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
         "generated_at": utc_now(),
         "mode": config.get("mode", "stereo"),
         "detector": detector,
-        "evidence": {
-            "level": None,
-            "status": "provenance not declared",
-            "note": "Recordings scored without a bundle manifest: how they were captured is "
-            "unknown, so no evidence level is derived. Metric rows are measured from these "
-            "recordings' audio (acoustic events), not from agent-reported events.",
-        },
+        "evidence": _recordings_evidence(loaded.records),
         "systems": systems_out,
         "sessions": calls_out,
         "rate_order": list(RATE_ORDER),
         "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
+    }
+
+
+def _recording_evidence(rec: Record) -> dict[str, Any]:
+    """A recording's evidence as its record stores it; records written before sidecars
+    existed count as L2, provenance unknown."""
+    from voxeval.contracts.duplex.provenance import recording_evidence
+
+    ev = rec.output.get("evidence")
+    return dict(ev) if isinstance(ev, dict) else recording_evidence([], None).to_dict()
+
+
+def _recordings_evidence(records: Sequence[Record]) -> dict[str, Any]:
+    """The run's evidence block: per call the derived level (L2: fixed audio) and, where a
+    ``provenance.json`` declares how it was captured, the declared level; run-wide the
+    weakest of each."""
+    ok = [r for r in records if r.status == "ok"]
+    details = {r.id: _recording_evidence(r) for r in ok}
+    derived = {sid: d.get("level") for sid, d in details.items()}
+    declared = {sid: d.get("declared_level") or d.get("level") for sid, d in details.items()}
+    n_declared = sum(1 for d in details.values() if d.get("basis") == "declared")
+    run_level = min_level(derived.values()) if derived else None
+    note = (
+        f"{len(ok)} recording(s) scored from their audio (acoustic events, not agent-reported "
+        f"events): fixed audio counts as {run_level}."
+        if ok
+        else "No recording was scored: no evidence level."
+    )
+    if n_declared:
+        note += (
+            f" {n_declared} recording(s) declare their provenance in a {'provenance.json'} "
+            f"sidecar: declared level {min_level(declared.values())} (a gate counts it only "
+            "with evidence: declared)."
+        )
+    if len(ok) > n_declared:
+        note += f" {len(ok) - n_declared} recording(s) have no sidecar: provenance unknown."
+    return {
+        "level": run_level,
+        "declared_level": min_level(declared.values()) if n_declared else None,
+        "sessions": derived,
+        "declared_sessions": {
+            sid: declared[sid] for sid, d in details.items() if d.get("basis") == "declared"
+        },
+        "details": details,
+        "counts": dict(sorted(Counter(str(v) for v in derived.values()).items())),
+        "status": (
+            "derived (fixed audio); declared where a sidecar states the provenance"
+            if n_declared
+            else "provenance unknown (fixed audio)"
+        ),
+        "note": note,
     }
 
 

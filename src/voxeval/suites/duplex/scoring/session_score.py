@@ -37,7 +37,9 @@ PAIR_FIELDS = (
 
 
 class SessionEvidence(BaseModel):
-    """The session's derived evidence level and why (``contracts.duplex.evidence``)."""
+    """The session's derived evidence level and why (``contracts.duplex.evidence``); for a
+    recording with a ``provenance.json`` sidecar also the level its declared facts give
+    (``contracts.duplex.provenance``)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -45,6 +47,11 @@ class SessionEvidence(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     redacted: bool = False
     raw_audio: str | None = None
+    basis: str | None = None
+    """derived, or declared when ``declared_level`` rests on a sidecar."""
+    declared_level: str | None = None
+    declared_by: str | None = None
+    sidecar: str | None = None
 
 
 class PairsBlock(BaseModel):

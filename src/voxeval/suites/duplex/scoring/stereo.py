@@ -17,6 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from voxeval.contracts.duplex.provenance import (
+    RecordingEvidence,
+    read_sidecar,
+    recording_evidence,
+    sidecar_for,
+)
 from voxeval.core.audio import Audio, channel_count, load_audio
 from voxeval.core.audio import load_channels as read_channels
 from voxeval.core.errors import AudioError, InputError
@@ -40,15 +46,29 @@ class CallInput:
     agent: str | None = None
     user_channel: int = 0
     labels: list[dict[str, Any]] = field(default_factory=list)
+    sidecar: str | None = None
+    """The ``provenance.json`` that declares how the recording was captured (None: unknown)."""
+
+    @property
+    def files(self) -> list[str]:
+        return [self.stereo] if self.stereo else [str(self.user), str(self.agent)]
 
     def to_item(self) -> Item:
-        audio = [self.stereo] if self.stereo else [str(self.user), str(self.agent)]
+        meta: dict[str, Any] = {"user_channel": self.user_channel, "labels": self.labels}
+        if self.sidecar:
+            meta["provenance_sidecar"] = self.sidecar
         return Item(
             id=self.id,
-            audio=audio,
+            audio=self.files,
             labels={"input": "stereo" if self.stereo else "two_files"},
-            meta={"user_channel": self.user_channel, "labels": self.labels},
+            meta=meta,
         )
+
+    def evidence(self) -> RecordingEvidence:
+        """The recording's evidence: L2 provenance unknown, or derived from its sidecar."""
+        sidecar = Path(self.sidecar) if self.sidecar else None
+        declared = read_sidecar(sidecar) if sidecar is not None else None
+        return recording_evidence([Path(f) for f in self.files], declared, sidecar)
 
     @classmethod
     def from_item(cls, item: Item) -> CallInput:
@@ -61,6 +81,7 @@ class CallInput:
             agent=None if stereo else audio[1],
             user_channel=int(item.meta.get("user_channel", 0)),
             labels=list(item.meta.get("labels") or []),
+            sidecar=item.meta.get("provenance_sidecar"),
         )
 
 
@@ -146,6 +167,7 @@ def score_calls(
         t0 = time.perf_counter()
         try:
             output = segment_call(call, detector)
+            output["evidence"] = call.evidence().to_dict()
             score = SessionScore.model_validate(output)
             analysis = score.analysis(call.id, call.labels)
             rec = Record(
@@ -159,6 +181,8 @@ def score_calls(
             rec = error_record(call.id, system, 0, exc.kind, str(exc))
         except InputError as exc:
             rec = error_record(call.id, system, 0, exc.kind, str(exc))
+        except ValueError as exc:  # a sidecar changed or broke after the inputs were checked
+            rec = error_record(call.id, system, 0, "provenance", str(exc))
         rec.started_at, rec.ended_at = started, utc_now()
         store.append(rec)
         if on_record:
@@ -218,6 +242,18 @@ def calls_from_paths(
         calls.append(CallInput(id=Path(user).stem, user=str(user), agent=str(agent)))
     if not calls:
         raise InputError("nothing to score: give --stereo FILE|DIR or --user and --agent")
+    problems = []
+    for c in calls:
+        sidecar = sidecar_for(Path(c.files[0]))
+        if sidecar is None:
+            continue
+        try:
+            read_sidecar(sidecar)
+        except ValueError as exc:
+            problems.append(str(exc))
+        c.sidecar = str(sidecar)
+    if problems:
+        raise InputError("invalid provenance sidecar(s):\n  " + "\n  ".join(sorted(set(problems))))
     if labels_file:
         by_call = _read_labels(Path(labels_file))
         for c in calls:
