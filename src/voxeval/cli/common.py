@@ -196,6 +196,25 @@ def output_flags(f: Any) -> Any:
     return f
 
 
+def audio_flags(f: Any) -> Any:
+    """``--audio inline|link|none`` and ``--audio-format opus|flac`` of a report."""
+    f = click.option(
+        "--audio-format",
+        type=click.Choice(["opus", "flac"]),
+        default=None,
+        help="Clips as Ogg/Opus (about 24 kbit/s, default) or FLAC.",
+    )(f)
+    f = click.option(
+        "--audio",
+        type=click.Choice(["inline", "link", "none"]),
+        default=None,
+        help="Audio in report.html: embedded while the page stays within 3 MB (the rest "
+        "linked), linked as files beside the report, or none. Default: inline, except "
+        "recordings, production-shadow and redacted sessions (left out unless asked for).",
+    )(f)
+    return f
+
+
 def subset_flags(seed: bool = True) -> Any:
     """``--limit N``, ``--sample N`` with ``--seed S``, ``--dry-run``."""
 

@@ -15,6 +15,7 @@ from voxeval.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     RunFlags,
+    audio_flags,
     dry_run,
     finish_run,
     max_failures_option,
@@ -282,6 +283,7 @@ def render_cmd(
     "bundles already scored there are kept.",
 )
 @results_out_option
+@audio_flags
 @output_flags
 @max_failures_option
 def score_cmd(
@@ -317,6 +319,7 @@ def score_cmd(
     from voxeval.core.errors import InputError
 
     flags = RunFlags.pop(kwargs)
+    audio = kwargs.pop("audio", None), kwargs.pop("audio_format", None)
     bundle_only = {
         "--redact": redact,
         "--retention-days": retention_days is not None,
@@ -349,6 +352,7 @@ def score_cmd(
                 system=system or "recordings",
                 on_record=lambda rec: progress.advance(task),
             )
+        _audio_report(store.path, *audio)
         flags.say(f"report: {store.path / 'report.html'}")
         finish_run(store.path, max_failures, flags)
         return
@@ -408,7 +412,17 @@ def score_cmd(
         f"{len(records) - len(broken)} of {len(records)} bundle(s) scored; "
         f"report: {store.path / 'report.html'}"
     )
+    _audio_report(store.path, *audio)
     finish_run(store.path, max_failures, flags)
+
+
+def _audio_report(run: Path, audio: str | None, audio_format: str | None) -> None:
+    """Rewrite the report with the audio policy asked for (kept in run.json)."""
+    if audio is None and audio_format is None:
+        return
+    from voxeval.report import write_report
+
+    write_report(run, audio=audio, audio_format=audio_format)
 
 
 @duplex.command("import-realtime")
@@ -603,7 +617,8 @@ def gate_cmd(
 @click.option(
     "--matrix",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Acceptance matrix: gate the run after scoring (exit 1 unless the decision is ship).",
+    help="Acceptance matrix: gate the run after scoring and exit 1 unless every system's "
+    "decision is ship. Without it the example matrix is applied for the report only.",
 )
 @click.option(
     "--seed", default=0, show_default=True, type=int, help="Seed of the fault models and --sample."
@@ -642,9 +657,12 @@ def run_cmd(
     Each session streams the scenario's audio in real-time frames (or on a virtual clock),
     models the client's playback, answers tool calls from the scenario's tool world, and
     writes OUT/<run_id>/bundles/<scenario>/<repeat>/. The bundles are scored like recorded
-    ones. Exit 0 when the run was written (with --matrix: when the decision is ship), 1 when
-    a gate failed or an agent failed every session (or more than --max-failures of them),
-    2 for usage errors.
+    ones. The report ends in each agent's recommendation against the acceptance matrix (the
+    example matrix unless --matrix names another).
+
+    Exit 0 when the run was written (with --matrix: when every agent's decision is ship), 1
+    when a gate of an explicit --matrix did not ship or an agent failed every session (or
+    more than --max-failures of them), 2 for usage errors.
     """
     from voxeval.cli.common import EXIT_USAGE
     from voxeval.core.errors import InputError, VoxevalError
@@ -664,16 +682,15 @@ def run_cmd(
         if flags.dry_run:
             plan = [Item(id=sc.id, labels={"category": str(sc.category)}) for sc, _ in scenarios]
             dry_run(flags, agents, repeat, plan, what="scenarios")
-        matrix_doc = None
-        if matrix is not None:
-            from voxeval.suites.duplex.evidence.validate import DuplexInputError, load_matrix
+        from voxeval.suites.duplex.evidence.validate import DuplexInputError, load_matrix
+        from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX
 
-            try:
-                matrix_doc = load_matrix(matrix)
-            except DuplexInputError as exc:
-                for problem in exc.problems:
-                    click.echo(problem.format(), err=True)
-                sys.exit(EXIT_USAGE)
+        try:
+            matrix_doc = load_matrix(matrix or EXAMPLE_MATRIX)
+        except DuplexInputError as exc:
+            for problem in exc.problems:
+                click.echo(problem.format(), err=True)
+            sys.exit(EXIT_USAGE)
         with progress_bar(flags.progress) as progress:
             total = len(scenarios) * repeat * len(agents)
             task = progress.add_task("sessions", total=total, status="")
@@ -692,6 +709,8 @@ def run_cmd(
                 seed=seed,
                 subset=subset,
                 state_probe=state_probe,
+                matrix=matrix_doc,
+                matrix_source=str(matrix) if matrix is not None else "example",
                 on_plan=lambda n: progress.update(task, total=n),
                 on_record=lambda rec: progress.update(
                     task, advance=1, status=f"{rec.id} {rec.status}"
@@ -709,15 +728,38 @@ def run_cmd(
         f"{len(records) - len(broken)} of {len(records)} session(s) scored; "
         f"report: {store.path / 'report.html'}"
     )
-    code = EXIT_OK
-    if matrix_doc is not None:
-        from voxeval.suites.duplex.gate_output import render_text, write_gate_files
-        from voxeval.suites.duplex.gate_table import metric_table_from_run
-        from voxeval.suites.duplex.gates import evaluate_matrix
+    code = _gate_run(store.path, matrix_doc, explicit=matrix is not None, flags=flags)
+    finish_run(store.path, max_failures, flags, code=code)
 
-        decision = evaluate_matrix(matrix_doc, metric_table_from_run(store.path))
+
+def _gate_run(run: Path, matrix_doc: Any, *, explicit: bool, flags: RunFlags) -> int:
+    """Print each agent's recommendation (the report already carries it); with an explicit
+    matrix also write the gate files (one agent: RUN/gate.*) and return 1 unless every agent
+    ships."""
+    import json
+
+    from voxeval.suites.duplex.gate_output import render_text, write_gate_files
+    from voxeval.suites.duplex.gate_table import metric_table_from_run
+    from voxeval.suites.duplex.gates import evaluate_matrix
+
+    report_path = run / "report.json"
+    if not report_path.is_file():
+        return EXIT_OK
+    systems = json.loads(report_path.read_text(encoding="utf-8")).get("systems") or []
+    codes = []
+    for s in systems:
+        gate = s.get("gate") or {}
+        flags.say(
+            f"recommendation ({s.get('system')}, {gate.get('matrix')}): {gate.get('recommendation')}"
+        )
+        codes.append(int(gate.get("exit_code") or 0))
+    if not explicit:
+        return EXIT_OK
+    if len(systems) == 1:
+        decision = evaluate_matrix(matrix_doc, metric_table_from_run(run))
         if flags.chatty or decision.exit_code:
             click.echo(render_text(decision), err=True)
-        write_gate_files(decision, store.path)
-        code = decision.exit_code
-    finish_run(store.path, max_failures, flags, code=code)
+        write_gate_files(decision, run)
+    else:
+        flags.say("gate files per agent: voxeval duplex gate RUN --matrix M --system AGENT")
+    return max(codes, default=EXIT_OK)

@@ -90,6 +90,8 @@ class SuiteInfo:
 
 
 RENDERERS = ("render_markdown", "render_html", "render_html_body")
+DOCUMENT_RENDERERS = ("document", "render_markdown", "render_html")
+"""A suite whose views build a ``report.document.Document`` (the formats come from it)."""
 
 
 def lazy_renderers(module: str, names: Sequence[str] = RENDERERS) -> dict[str, Callable[..., Any]]:

@@ -24,6 +24,7 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777;font-size:.85r
 .align span{padding:0 .15rem;border-radius:3px}.sub{background:#ffe0b2}.del{background:#ffcdd2;text-decoration:line-through}
 .ins{background:#c8e6c9}.merge{background:#e1f5fe}audio{height:2rem;vertical-align:middle}
 .tw{overflow-x:auto;max-width:100%}pre{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}
+nav.toc{background:#fafafa;border:1px solid #e5e5e5;padding:.4rem 1rem;margin:1rem 0;font-size:.9rem}nav.toc ul{margin:.2rem 0;padding-left:1.2rem}.verdict{border:2px solid #555;border-radius:4px;padding:.5rem .9rem;margin:.8rem 0}.verdict.ship{border-color:#0a7d28}.verdict.roll_back{border-color:#b00020}.verdict.keep_in_shadow,.verdict.collect_more_data{border-color:#f0b400}.summary{background:#f7f9ff;border:1px solid #dfe6f7;padding:.3rem 1rem;margin:1rem 0}
 """
 """``.tw`` wraps every table: a table wider than the page scrolls inside it, the page never
 scrolls sideways (so do ``pre`` blocks; SVG charts scale down; long words break)."""

@@ -86,6 +86,8 @@ CHANGED: dict[str, str] = {
     r"(gates|metric_rows)\[[^\]]+\]\.(evidence\.(detail|ok)|evidence_level|label|label_text)$": (
         RECORDINGS_L2
     ),
+    r"gates\[id=[^\]]+\]\.(min_evidence|on_fail)$": "issue 16: the example matrix carries "
+    "the acceptance contract's evidence floors (L3/L4) and one of four actions per gate",
     r"precedence\[\d+\]$": "issue 16: matrix v2 recommends one of four actions (block reads "
     "as keep_in_shadow)",
 }

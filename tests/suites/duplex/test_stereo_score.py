@@ -57,7 +57,15 @@ def test_score_kit_folder_reproduces_truth(tmp_path: Path) -> None:
     assert (rt["k"], rt["n"]) == (1, 5)  # d06's wrong stop, out of 5 should-continue overlaps
     assert overall["latencies"]["response_latency_ms"]["p99"] is None  # withheld at n < 100
     html = (run / "report.html").read_text()
-    assert html.count("<svg") >= 10 and "user left, agent right" in html
+    # recordings are private by default: no player, and the page says why
+    assert html.count("<svg") >= 10 and "<audio" not in html
+    assert "call: audio left out (a recording (privacy)" in html
+    res = CliRunner().invoke(cli, ["report", str(run), "--audio", "inline"])
+    assert res.exit_code == 0, res.output
+    html = (run / "report.html").read_text()
+    assert html.count("<audio") == len(calls) and "user left, agent right" in html
+    assert "data:audio/ogg; codecs=opus;base64," in html
+    assert json.loads((run / "run.json").read_text())["report_audio"]["mode"] == "inline"
 
 
 def test_a_named_mono_file_is_exit_2_and_bad_files_in_a_folder_are_error_records(

@@ -33,6 +33,7 @@ class GateEntry(BaseModel):
     threshold: float | int
     min_evidence: str
     on_fail: str
+    mitigation: str = ""
     status: GateStatus
     reasons: list[str] = Field(default_factory=list)
     value: float | int | None = None
@@ -54,6 +55,7 @@ class GateRecord(BaseModel):
     recommendation: Recommendation
     reasons: list[str] = Field(default_factory=list)
     exit_code: int
+    allow_incomplete: bool = False
     status_counts: dict[str, int] = Field(default_factory=dict)
     gates: list[GateEntry] = Field(default_factory=list)
 

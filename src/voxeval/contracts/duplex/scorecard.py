@@ -156,6 +156,9 @@ class SystemCard(_Open):
     overall: Overall = Field(default_factory=Overall)
     groups: list[GroupCard] = Field(default_factory=list)
     failures: list[dict[str, Any]] = Field(default_factory=list)
+    gate: GateRecord | None = None
+    """This system checked against the run's acceptance matrix (``duplex run`` applies the
+    example matrix unless given another): its one recommendation and every gate."""
 
 
 class SessionCard(_Open):

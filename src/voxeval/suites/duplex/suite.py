@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.registry import SuiteInfo, lazy_renderers
+from voxeval.core.registry import DOCUMENT_RENDERERS, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore
 
 
 def _report(store: RunStore, **options: Any) -> dict[str, Any]:
-    from voxeval.suites.duplex.report import build_report
+    """report.json: the run's Scorecard, each system gated against the matrix the run keeps."""
+    from voxeval.suites.duplex.report import build_scorecard
+    from voxeval.suites.duplex.report_gate import gate_systems
 
-    return build_report(store, **options)
+    return gate_systems(build_scorecard(store, **options), store).dump()
 
 
 def _paired_units(store: RunStore, **options: Any) -> dict[str, Any]:
@@ -32,14 +34,16 @@ def demo(
 ) -> RunStore:
     """The quick scenario set (or with ``full`` the demo set: one or two scenarios per
     category) live against the reference agent, both policies as two systems of one run on
-    the virtual clock; the paired comparison of the two (``voxeval compare RUN RUN``) is
+    the virtual clock, each checked against the example acceptance matrix (the report ends in
+    their recommendations); the paired comparison of the two (``voxeval compare RUN RUN``) is
     written into the run as ``compare.{json,md}``.
     """
     import json
 
     from voxeval.report.compare import compare_runs, render_compare_markdown
+    from voxeval.suites.duplex.evidence.validate import load_matrix
     from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX, load_scenario_set
 
     scenarios = load_scenario_set(DEMO_SETS["full" if full else "quick"])
     bar: Any = None
@@ -52,6 +56,8 @@ def demo(
         list(DEMO_AGENTS),
         out,
         cache_dir=Path(out) / "_demo_data" / "duplex-render",
+        matrix=load_matrix(EXAMPLE_MATRIX),
+        matrix_source="example",
         on_record=(lambda rec: progress.advance(bar)) if progress is not None else None,
     )
     comparison = compare_runs(store.path, store.path, metric="acceptance")
@@ -70,7 +76,7 @@ SUITE = SuiteInfo(
     demo_priority=True,
     demo_seconds=16.0,
     extras={
-        **lazy_renderers("voxeval.suites.duplex.views"),
+        **lazy_renderers("voxeval.suites.duplex.views", DOCUMENT_RENDERERS),
         "title": "Full-duplex turn-taking",
     },
 )

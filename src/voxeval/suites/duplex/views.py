@@ -1,16 +1,19 @@
-"""Markdown and HTML views of a duplex run's Scorecard (numbers only from it): recordings runs
-here, evidence-bundle runs (``mode == "bundles"``) in ``views_bundle.py``."""
+"""The document of a duplex run's Scorecard (numbers only from it): recordings runs here,
+evidence-bundle runs (``mode == "bundles"``) in ``views_bundle.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from voxeval.contracts.duplex.scorecard import Scorecard, SessionCard
 from voxeval.core.runstore import RunStore
-from voxeval.report.html import audio_player, esc, fmt, page, table, timeline_svg
-from voxeval.report.markdown import md_table
-from voxeval.suites.duplex.views_bundle import render_bundle_html_body, render_bundle_markdown
+from voxeval.report.document import Clip, Document, Players, Section, Table, Text, Timeline
+from voxeval.report.html import fmt, timeline_svg
+from voxeval.report.render import to_html, to_markdown
+from voxeval.suites.duplex.views_bundle import bundle_document
 from voxeval.suites.duplex.views_parts import (
     LAT_HEADERS,
     RATE_HEADERS,
@@ -22,77 +25,73 @@ from voxeval.suites.duplex.views_parts import (
 )
 
 
-def render_markdown(report: Scorecard | Mapping[str, Any]) -> str:
+def document(report: Scorecard | Mapping[str, Any], store: RunStore | None = None) -> Document:
+    """The report of a duplex run as a ``Document``: bundles (``views_bundle``) or recordings."""
     card = as_scorecard(report)
     if card.mode == "bundles":
-        return render_bundle_markdown(card)
-    out = [
-        f"# Full-duplex turn-taking report `{card.run_id}`\n",
-        detector_line(card) + "\n",
-        f"> {card.evidence.note}\n",
-    ]
-    order = given(card, "rate_order", [])
-    for s in card.systems:
-        o = s.overall
-        out.append(f"\n## {s.system} ({given(o, 'n_calls', 0)} calls)\n")
-        out.append(md_table(LAT_HEADERS, latency_rows(o)))
-        out.append("\n" + md_table(RATE_HEADERS, rate_rows(o, order)))
-        if s.failures:
-            out.append(
-                "\nNot scored: "
-                + ", ".join(f"{f['id']} ({f.get('kind')}: {f.get('message')})" for f in s.failures)
-                + "\n"
-            )
-    out.append("\n## Calls\n")
-    rows = []
-    for c in card.sessions:
-        turns, events = given(c, "turns", []), given(c, "events", [])
-        lat = [t["response_latency_ms"] for t in turns if t.get("response_latency_ms") is not None]
-        outcomes = ", ".join(f"{e['id']}: {e['kind']} → {e['outcome']}" for e in events) or "–"
-        rows.append([c.id, len(turns), ", ".join(f"{v:.0f}" for v in lat) or "–", outcomes])
-    out.append(md_table(["call", "turns", "response latencies (ms)", "overlaps → outcome"], rows))
-    return "\n".join(out)
+        return bundle_document(card, store)
+    return recordings_document(card, store)
+
+
+def render_markdown(report: Scorecard | Mapping[str, Any]) -> str:
+    return to_markdown(document(report))
 
 
 def render_html(report: Scorecard | Mapping[str, Any], store: RunStore | None = None) -> str:
-    card = as_scorecard(report)
-    title = "Full-duplex bundles" if card.mode == "bundles" else "Full-duplex turn-taking"
-    return page(f"{title} · {card.run_id}", render_html_body(card, store))
+    return to_html(document(report, store))
 
 
-def render_html_body(report: Scorecard | Mapping[str, Any], store: RunStore | None = None) -> str:
-    card = as_scorecard(report)
-    if card.mode == "bundles":
-        return render_bundle_html_body(card, store)
-    body = [
-        f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
-        f"<code>{esc(card.metrics_version)}</code> · generated "
-        f"{esc(given(card, 'generated_at'))}</p>",
-        f"<p>{esc(detector_line(card))}</p>",
-        f"<div class='note'>{esc(card.evidence.note)}</div>",
-    ]
+def recordings_document(card: Scorecard, store: RunStore | None = None) -> Document:
+    """Recordings: summary, evidence and detector, per system speed and behaviour, per call
+    its timeline, turn table, overlaps and (when asked for) a stereo player, then each
+    system's recommendation. Per-hour rates are withheld below 10 minutes of audio."""
+    from voxeval.suites.duplex.views_summary import duplex_summary, gate_verdict
+
+    doc = Document(
+        title=f"Full-duplex turn-taking · {card.run_id}",
+        summary=duplex_summary(card),
+        meta=f"Run {card.run_id} · metrics {card.metrics_version} · generated "
+        f"{given(card, 'generated_at')}",
+    )
+    doc.section(
+        "Run and evidence",
+        Text(f"Evidence level: {card.evidence.level or 'none'}. {card.evidence.note}", "note"),
+        Text(detector_line(card)),
+    )
     order = given(card, "rate_order", [])
     for s in card.systems:
         o = s.overall
-        body.append(f"<h2>{esc(s.system)} · {given(o, 'n_calls', 0)} calls</h2>")
-        body.append("<h3>Speed</h3>" + table(LAT_HEADERS, latency_rows(o)))
-        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, rate_rows(o, order)))
+        sec = doc.section(f"{s.system} · {given(o, 'n_calls', 0)} calls")
+        sec.sub("Speed", Table(LAT_HEADERS, latency_rows(o)))
+        sec.sub("Behaviour", Table(RATE_HEADERS, rate_rows(o, order)))
         if s.failures:
-            body.append(
-                "<h3>Not scored</h3>"
-                + table(
+            sec.sub(
+                "Not scored",
+                Table(
                     ["id", "status", "kind", "message"],
                     [[f["id"], f["status"], f.get("kind"), f.get("message")] for f in s.failures],
                     left=4,
+                ),
+            )
+    calls = doc.section("Calls")
+    for c in card.sessions:
+        calls.children.append(_call_section(c, store))
+    rec = doc.section("Recommendation")
+    for s in card.systems:
+        if s.gate is not None:
+            rec.add(gate_verdict(s.system, s.gate))
+        else:
+            rec.add(
+                Text(
+                    f"{s.system}: not gated (voxeval duplex gate RUN --matrix M gives the "
+                    "recommendation).",
+                    "muted",
                 )
             )
-    body.append("<h2>Calls</h2>")
-    for c in card.sessions:
-        body.append(_call_html(c, store))
-    return "".join(body)
+    return doc
 
 
-def _call_html(call: SessionCard, store: RunStore | None) -> str:
+def _call_section(call: SessionCard, store: RunStore | None) -> Section:
     segs = given(call, "segments") or {}
     events, turns = given(call, "events", []), given(call, "turns", [])
     lanes = [
@@ -149,49 +148,41 @@ def _call_html(call: SessionCard, store: RunStore | None) -> str:
         ]
         for t in turns
     ]
-    player = _stereo_player(call.audio, store)
-    return (
-        f"<h3>{esc(call.id)}</h3>{player}{svg}"
-        + table(["turn", "onset s", "end s", "latency ms", "", "premature takeover"], turn_rows)
-        + (
-            table(
-                ["overlap", "kind", "onset s", "stop ms", "observed", "expected", "outcome"], rows
-            )
-            if rows
-            else ""
-        )
+    sec = Section(call.id)
+    sec.add(
+        _stereo_player(call),
+        Timeline(svg, text=f"timeline of {call.id}"),
+        Table(["turn", "onset s", "end s", "latency ms", "", "premature takeover"], turn_rows),
+        Table(["overlap", "kind", "onset s", "stop ms", "observed", "expected", "outcome"], rows)
+        if rows
+        else None,
     )
+    return sec
 
 
-def _stereo_player(audio: str | list[str] | None, store: RunStore | None) -> str:
-    """An inline player of the call (stereo kept: user left, agent right), first 60 s."""
+def _stereo_player(call: SessionCard) -> Players | None:
+    """The call (user left, agent right, first 60 s) as a clip: a recording is left out of the
+    report unless ``--audio`` asked for it (privacy)."""
+    audio = call.audio
     if not audio:
-        return ""
-    if isinstance(audio, str):
-        audio = [audio]
-    import base64
-    import io
+        return None
+    paths = [audio] if isinstance(audio, str) else list(audio)
 
-    import numpy as np
-    import soundfile as sf
+    def load() -> tuple[np.ndarray, int]:
+        import soundfile as sf
 
-    from voxeval.core.audio import Audio, resample
-    from voxeval.core.errors import AudioError
+        from voxeval.core.audio import Audio, load_audio, resample
 
-    try:
-        if len(audio) == 1:
-            data, sr = sf.read(audio[0], dtype="float32", always_2d=True)
+        if len(paths) == 1:
+            data, sr = sf.read(paths[0], dtype="float32", always_2d=True, frames=60 * 48000)
             chans = [Audio(data[:, i].copy(), sr) for i in range(min(2, data.shape[1]))]
         else:
-            from voxeval.core.audio import load_audio
-
-            chans = [load_audio(p, sr=None) for p in audio[:2]]
+            chans = [load_audio(p, sr=None) for p in paths[:2]]
         rs = [resample(ch, 16000).samples[: 60 * 16000] for ch in chans]
         n = max(len(r) for r in rs)
-        stereo = np.stack([np.pad(r, (0, n - len(r))) for r in rs], axis=1)
-        buf = io.BytesIO()
-        sf.write(buf, np.clip(stereo, -1, 1), 16000, format="WAV", subtype="PCM_16")
-        uri = "data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-        return f"<p>{audio_player(uri)} <span class='muted'>user left, agent right</span></p>"
-    except (OSError, RuntimeError, AudioError) as exc:
-        return f"<p class='muted'>audio unavailable: {esc(exc)}</p>"
+        return np.stack([np.pad(r, (0, n - len(r))) for r in rs], axis=1), 16000
+
+    return Players(
+        [Clip(label="call", key=f"call-{call.id}", load=load, note="user left, agent right")],
+        private="a recording (privacy): --audio inline or link includes it",
+    )

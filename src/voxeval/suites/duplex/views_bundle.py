@@ -1,4 +1,9 @@
-"""report.md and report.html of a bundle run: sessions, strata, subjective preferences, what changed, the harness self-check, key failures with their slices, players and timelines (recordings: ``views.py``)."""
+"""The document of a bundle run, in the acceptance contract's order: summary (recommendations,
+trade-off, headline table), what changed against the baseline, the scenario distribution,
+per system the five groups (speed, behaviour, task, side effects, subjective) with their
+evidence boundaries and strata, key failures with timelines, slices and players, the
+sessions, the harness self-check, and each system's recommendation with every gate
+(recordings: ``views.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +12,17 @@ from typing import Any
 
 from voxeval.contracts.duplex.scorecard import Scorecard, SessionCard
 from voxeval.core.runstore import RunStore
-from voxeval.report.html import audio_player, esc, fmt, table, timeline_svg
-from voxeval.report.markdown import md_table
+from voxeval.report.document import (
+    Clip,
+    Document,
+    Players,
+    Section,
+    Sentences,
+    Table,
+    Text,
+    Timeline,
+)
+from voxeval.report.html import fmt, timeline_svg
 from voxeval.suites.duplex.report import SIDE_EFFECT_CHECKS, TASK_CHECKS
 from voxeval.suites.duplex.views_parts import (
     BUNDLE_LAT_HEADERS,
@@ -24,7 +38,6 @@ from voxeval.suites.duplex.views_parts import (
     check_rows,
     count_rows,
     detector_line,
-    evidence_line,
     failure_cells,
     given,
     marker_colour,
@@ -34,7 +47,7 @@ from voxeval.suites.duplex.views_parts import (
     strata_rows,
 )
 
-__all__ = ["SESSION_HEADERS", "render_bundle_html_body", "render_bundle_markdown"]
+__all__ = ["SESSION_HEADERS", "bundle_document"]
 
 
 SESSION_HEADERS = [
@@ -52,19 +65,25 @@ SESSION_HEADERS = [
 ]
 
 
-def _subjective_md(sub: dict[str, Any]) -> str:
+def _subjective_blocks(sub: dict[str, Any]) -> list[Any]:
     if sub.get("status") != "linked":
         extra = "; ".join(sub.get("problems") or [])
-        return (
-            f"No study linked (no valid `{sub.get('file')}` in the run folder"
-            + (f": {extra}" if extra else "")
-            + f"). {sub.get('never_overrides')}.\n"
-        )
-    return (
-        md_table(SUBJECTIVE_HEADERS, _subjective_rows(sub))
-        + f"\n{sub.get('never_overrides')}. Evidence: {sub.get('level') or 'none'} "
-        f"({sub.get('level_note')}).\n"
-    )
+        return [
+            Text(
+                f"No data. No study linked (no valid {sub.get('file')} in the run folder"
+                + (f": {extra}" if extra else "")
+                + f"). {sub.get('never_overrides') or ''}".rstrip(),
+                "muted",
+            )
+        ]
+    return [
+        Table(SUBJECTIVE_HEADERS, _subjective_rows(sub), left=2),
+        Text(
+            f"{sub.get('never_overrides')}. Evidence: {sub.get('level') or 'none'} "
+            f"({sub.get('level_note')}).",
+            "muted",
+        ),
+    ]
 
 
 def _subjective_rows(sub: dict[str, Any]) -> list[list[Any]]:
@@ -83,39 +102,44 @@ def _subjective_rows(sub: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
-def _what_changed_md(wc: dict[str, Any]) -> str:
+def _what_changed_blocks(wc: dict[str, Any]) -> list[Any]:
+    """Against the baseline: system versions, configuration, scenario set and mix, then per
+    system pair the metrics that moved with their intervals and the trade-offs."""
     if wc.get("error"):
-        return f"Baseline `{wc.get('baseline')}` could not be read: {wc['error']}\n"
-    out = [f"Baseline run `{wc.get('baseline_run_id')}` ({wc.get('baseline')}).\n"]
+        return [Text(f"Baseline {wc.get('baseline')} could not be read: {wc['error']}", "note")]
+    lines = []
     sv = wc.get("system_versions") or {}
-    out.append(
-        f"- System versions: {', '.join(sv.get('baseline') or []) or '–'} → "
+    lines.append(
+        f"System versions: {', '.join(sv.get('baseline') or []) or '–'} → "
         f"{', '.join(sv.get('current') or []) or '–'}"
         + (" (changed)" if sv.get("changed") else " (unchanged)")
     )
     for c in wc.get("config") or []:
-        out.append(
-            f"- Configuration of {c['system']}: {c['baseline']} → {c['current']}"
+        lines.append(
+            f"Configuration of {c['system']}: {c['baseline']} → {c['current']}"
             + (f" (keys: {', '.join(c['keys'])})" if c.get("keys") else "")
         )
     if not wc.get("config"):
-        out.append("- Configuration: unchanged")
+        lines.append("Configuration: unchanged")
     sc = wc.get("scenarios") or {}
     versions = ", ".join(
         f"{k} {v['baseline']}→{v['current']}" for k, v in (sc.get("version_changed") or {}).items()
     )
-    out.append(
-        f"- Scenario set: added {', '.join(sc.get('added') or []) or 'none'}; removed "
+    lines.append(
+        f"Scenario set: added {', '.join(sc.get('added') or []) or 'none'}; removed "
         f"{', '.join(sc.get('removed') or []) or 'none'}; version changed {versions or 'none'}"
     )
     mix = wc.get("category_mix") or {}
-    out.append(
-        "- Category mix (sessions, baseline → current): "
+    lines.append(
+        "Category mix (sessions, baseline → current): "
         + (", ".join(f"{k} {v['baseline']}→{v['current']}" for k, v in mix.items()) or "–")
         + (" (changed)" if wc.get("category_mix_changed") else " (unchanged)")
     )
+    out: list[Any] = [
+        Text(f"Baseline run {wc.get('baseline_run_id')} ({wc.get('baseline')})."),
+        Sentences(lines),
+    ]
     for comp in wc.get("comparisons") or []:
-        out.append(f"\n**{comp['baseline_system']} → {comp['system']}**\n")
         moved = [r for r in comp["metrics"] if r["verdict"] not in ("same",)]
         rows = [
             [
@@ -130,23 +154,30 @@ def _what_changed_md(wc: dict[str, Any]) -> str:
             for r in moved
         ]
         out.append(
-            md_table(["metric", "stat", "baseline", "current", "diff", "95% CI", "verdict"], rows)
+            Table(
+                ["metric", "stat", "baseline", "current", "diff", "95% CI", "verdict"],
+                rows,
+                caption=f"{comp['baseline_system']} → {comp['system']}",
+            )
         )
         if comp["trade_offs"]:
             out.append(
-                "\nTrade-offs: "
-                + "; ".join(
-                    f"{t['improved']} improved while {t['regressed']} regressed"
-                    for t in comp["trade_offs"]
+                Text(
+                    "Trade-offs: "
+                    + "; ".join(
+                        f"{t['improved']} improved while {t['regressed']} regressed"
+                        for t in comp["trade_offs"]
+                    )
                 )
-                + "\n"
             )
         else:
             out.append(
-                f"\nImproved: {', '.join(comp['improved']) or 'none'}; regressed: "
-                f"{', '.join(comp['regressed']) or 'none'} (CI on one side of 0); no trade-off.\n"
+                Text(
+                    f"Improved: {', '.join(comp['improved']) or 'none'}; regressed: "
+                    f"{', '.join(comp['regressed']) or 'none'} (CI on one side of 0); no trade-off."
+                )
             )
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _session_cells(s: SessionCard) -> list[Any]:
@@ -216,96 +247,30 @@ def _self_check_lines(card: Scorecard) -> list[str]:
     return lines
 
 
-def render_bundle_markdown(card: Scorecard) -> str:
-    out = [
-        f"# Full-duplex bundle report `{card.run_id}`\n",
-        detector_line(card) + "\n",
-        evidence_line(card) + "\n",
-    ]
-    for note in given(card, "detector_notes") or []:
-        out.append(f"> {note}\n")
-    out.append("## Harness self-check\n")
-    out.extend(f"- {line}" for line in _self_check_lines(card))
-    order = given(card, "rate_order", [])
-    for s in card.systems:
-        o = s.overall
-        task = o.task
-        out.append(
-            f"\n## {s.system} ({given(o, 'n_sessions', 0)} sessions scored, "
-            f"{len(s.failures)} not scored)\n"
-        )
-        out.append("### Metric evidence\n")
-        out.append(md_table(ROW_HEADERS, metric_row_cells(given(s, "metric_rows") or [])))
-        out.append("\n### Speed\n")
-        out.append(md_table(BUNDLE_LAT_HEADERS, bundle_latency_rows(o)))
-        out.append("\n### Behaviour\n")
-        out.append(md_table(RATE_HEADERS, rate_rows(o, order)))
-        out.append("\n### Task\n")
-        out.append(md_table(CHECK_HEADERS, check_rows(task, TASK_CHECKS)))
-        out.append("\n### Side effects\n")
-        out.append(md_table(CHECK_HEADERS, check_rows(task, SIDE_EFFECT_CHECKS)))
-        out.append("\n" + md_table(COUNT_HEADERS, count_rows(task)))
-        out.append("\n### Subjective\n")
-        out.append(_subjective_md(given(card, "subjective") or {}))
-        out.append("\n### Strata\n")
-        out.append(md_table(STRATA_HEADERS, strata_rows(s.groups)))
-        if s.failures:
-            out.append("\n### Not scored\n")
-            for f in s.failures:
-                out.append(f"- `{f['id']}` ({f.get('kind')}): {f.get('message')}")
-                for p in (f.get("problems") or [])[:10]:
-                    out.append(f"  - {problem_text(p)}")
-    fs = given(card, "failure_summary") or {}
-    key_failures = given(card, "key_failures") or []
-    out.append(
-        f"\n## Key failures ({len(key_failures)} of {fs.get('n', 0)}; "
-        f"by layer: {', '.join(f'{k} {v}' for k, v in (fs.get('by_layer') or {}).items()) or '–'})\n"
-    )
-    out.append(md_table(FAILURE_HEADERS, [failure_cells(f) for f in key_failures]))
-    if given(card, "what_changed"):
-        out.append("\n## What changed\n")
-        out.append(_what_changed_md(given(card, "what_changed")))
-    out.append("\n## Sessions\n")
-    out.append(md_table(SESSION_HEADERS, [_session_cells(x) for x in card.sessions]))
-    problems = [(x.id, p) for x in card.sessions for p in given(x, "problems") or []]
-    if problems:
-        out.append("\n### Problems found in the bundles\n")
-        for sid, p in problems[:200]:
-            out.append(f"- `{sid}`: {problem_text(p)}")
-    return "\n".join(out) + "\n"
-
-
-def _clip_players(bundle: str | None, t0: float | None, store: RunStore | None) -> str:
-    """Players of ``input.wav`` and ``output.wav`` around ``t0`` (2 s before, 4 s after)."""
+def _clip_players(f: dict[str, Any], store: RunStore | None, private: str) -> Players | None:
+    """Players of ``input.wav`` and ``output.wav`` around a failure (2 s before, 4 s after)."""
+    bundle, t0 = f.get("bundle"), f.get("time_s")
     if not bundle or t0 is None:
-        return ""
-    import base64
-    import io
-
-    import soundfile as sf
-
+        return None
     folder = Path(bundle)
     if not folder.is_absolute() and store is not None:
         folder = store.path / folder
-    parts = []
+    start_s = max(0.0, float(t0) - 2.0)
+    clips = []
     for name in ("input.wav", "output.wav"):
         path = folder / name
-        if not path.is_file():
-            parts.append(f"<span class='muted'>{name}: not in the bundle (redacted?)</span>")
-            continue
-        try:
-            info = sf.info(str(path))
-            sr = int(info.samplerate)
-            start = max(0, int((t0 - 2.0) * sr))
+
+        def load(path: Path = path) -> tuple[Any, int]:
+            import soundfile as sf
+
+            sr = int(sf.info(str(path)).samplerate)
+            start = int(start_s * sr)
             data, _ = sf.read(str(path), start=start, stop=start + 6 * sr, dtype="float32")
-            buf = io.BytesIO()
-            sf.write(buf, data, sr, format="WAV", subtype="PCM_16")
-            uri = "data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-            parts.append(f"{name} {audio_player(uri)}")
-        except (OSError, RuntimeError, ValueError) as exc:
-            parts.append(f"<span class='muted'>{name}: {esc(exc)}</span>")
-    start_s = max(0.0, t0 - 2.0)
-    return f"<p>{' '.join(parts)} <span class='muted'>{start_s:.1f}–{start_s + 6:.1f} s</span></p>"
+            return data, sr
+
+        key = f"{f['session']}-{f.get('check')}-{start_s:.1f}-{name.split('.')[0]}"
+        clips.append(Clip(label=name, key=key, load=load, priority=0))
+    return Players(clips, caption=f"{start_s:.1f}–{start_s + 6:.1f} s", private=private)
 
 
 def _bundle_timeline(sid: str, tl: dict[str, Any], failures: list[dict[str, Any]]) -> str:
@@ -334,8 +299,8 @@ def _bundle_timeline(sid: str, tl: dict[str, Any], failures: list[dict[str, Any]
     return timeline_svg(lanes, markers, duration_s=tl.get("duration_s"), title=sid)
 
 
-def _slice_html(f: dict[str, Any]) -> str:
-    chain = table(
+def _slice_blocks(f: dict[str, Any]) -> list[Any]:
+    chain = Table(
         ["step", "id", "detail"],
         [
             [
@@ -349,7 +314,7 @@ def _slice_html(f: dict[str, Any]) -> str:
         ],
         left=3,
     )
-    gates = table(
+    gates = Table(
         ["gate", "layer", "passed", "note"],
         [
             [g.get("gate"), g.get("layer"), g.get("passed"), g.get("note")]
@@ -357,126 +322,192 @@ def _slice_html(f: dict[str, Any]) -> str:
         ],
         left=4,
     )
-    return (
-        f"<p><b>{esc(f.get('check'))}</b> in <code>{esc(f['session'])}</code> at "
-        f"{fmt(f.get('time_s'))} s: layer <b>{esc(f.get('layer'))}</b> (last passing gate "
-        f"{esc(f.get('last_passing_gate') or '–')}, first failing {esc(f.get('first_failing_gate') or '–')}): "
-        f"{esc(f.get('reason'))}</p>{chain}{gates}"
+    head = Text(
+        f"{f.get('check')} in {f['session']} at {fmt(f.get('time_s'))} s: layer "
+        f"{f.get('layer')} (last passing gate {f.get('last_passing_gate') or '–'}, first failing "
+        f"{f.get('first_failing_gate') or '–'}): {f.get('reason')}"
     )
+    return [head, chain, gates]
 
 
-def render_bundle_html_body(card: Scorecard, store: RunStore | None = None) -> str:
-    ev = card.evidence
-    body = [
-        f"<p class='muted'>Run <code>{esc(card.run_id)}</code> · metrics "
-        f"<code>{esc(given(card, 'metrics_version'))}</code> · generated "
-        f"{esc(given(card, 'generated_at'))}</p>",
-        f"<p>{esc(detector_line(card))}</p>",
-        f"<div class='note'>Evidence level of the run: <b>{esc(ev.level or 'none')}</b>. "
-        f"{esc(given(ev, 'note'))}</div>",
+def _composition_blocks(card: Scorecard) -> list[Any]:
+    comp = given(card, "composition") or {}
+    cats = comp.get("categories") or {}
+    scen = comp.get("scenarios") or {}
+    if not cats and not scen:
+        return [Text("No data: the run lists no scenarios.", "muted")]
+    total = comp.get("sessions") or sum(cats.values())
+    return [
+        Text(f"{total} session(s) over {len(scen)} scenario(s) in {len(cats)} categories."),
+        Table(["category", "sessions"], [[k, v] for k, v in sorted(cats.items())]),
     ]
-    for note in given(card, "detector_notes") or []:
-        body.append(f"<div class='note'>{esc(note)}</div>")
-    body.append(
-        "<h2>Harness self-check</h2><ul>"
-        + "".join(f"<li>{esc(line)}</li>" for line in _self_check_lines(card))
-        + "</ul>"
+
+
+def _system_section(card: Scorecard, s: Any) -> Section:
+    o = s.overall
+    task = o.task
+    sec = Section(
+        f"{s.system} · {given(o, 'n_sessions', 0)} sessions scored, {len(s.failures)} not scored"
     )
-    order = given(card, "rate_order", [])
-    for s in card.systems:
-        o = s.overall
-        task = o.task
-        body.append(
-            f"<h2>{esc(s.system)} · {given(o, 'n_sessions', 0)} sessions scored, "
-            f"{len(s.failures)} not scored</h2>"
-        )
-        body.append(
-            "<h3>Metric evidence</h3>"
-            + table(ROW_HEADERS, metric_row_cells(given(s, "metric_rows") or []), left=3)
-        )
-        body.append("<h3>Speed</h3>" + table(BUNDLE_LAT_HEADERS, bundle_latency_rows(o)))
-        body.append("<h3>Behaviour</h3>" + table(RATE_HEADERS, rate_rows(o, order)))
-        conf = given(o, "confusion") or {}
-        if conf.get("matrix"):
-            labels = conf["labels"]
-            body.append(
-                "<p class='muted'>Confusion matrix (rows expected, columns observed)</p>"
-                + table(
-                    ["expected \\ observed", *labels],
-                    [[e, *[conf["matrix"][e][c] for c in labels]] for e in labels],
-                )
+    sec.sub(
+        "Metric evidence (VERIFIED / IMPLEMENTED / UNKNOWN)",
+        Table(ROW_HEADERS, metric_row_cells(given(s, "metric_rows") or []), left=3),
+    )
+    sec.sub("Latency", Table(BUNDLE_LAT_HEADERS, bundle_latency_rows(o)))
+    behaviour = sec.sub(
+        "Behaviour", Table(RATE_HEADERS, rate_rows(o, given(card, "rate_order", [])))
+    )
+    conf = given(o, "confusion") or {}
+    if conf.get("matrix"):
+        labels = conf["labels"]
+        behaviour.add(
+            Table(
+                ["expected \\ observed", *labels],
+                [[e, *[conf["matrix"][e][c] for c in labels]] for e in labels],
+                caption="Confusion matrix (rows expected, columns observed)",
             )
-        body.append("<h3>Task</h3>" + table(CHECK_HEADERS, check_rows(task, TASK_CHECKS)))
-        body.append(
-            "<h3>Side effects</h3>"
-            + table(CHECK_HEADERS, check_rows(task, SIDE_EFFECT_CHECKS))
-            + table(COUNT_HEADERS, count_rows(task))
         )
-        sub = given(card, "subjective") or {}
-        body.append("<h3>Subjective</h3>")
-        if sub.get("status") == "linked":
-            body.append(table(SUBJECTIVE_HEADERS, _subjective_rows(sub), left=2))
-        else:
-            body.append("<p class='muted'>No study linked.</p>")
-        body.append(f"<p class='muted'>{esc(sub.get('never_overrides'))}.</p>")
-        body.append("<h3>Strata</h3>" + table(STRATA_HEADERS, strata_rows(s.groups), left=2))
-        if s.failures:
-            body.append(
-                "<h3>Not scored</h3>"
-                + table(
-                    ["session", "kind", "message", "problems"],
+    task_rows = check_rows(task, TASK_CHECKS)
+    sec.sub("Task", Table(CHECK_HEADERS, task_rows) if task_rows else Text("No data.", "muted"))
+    side_rows = check_rows(task, SIDE_EFFECT_CHECKS)
+    sec.sub(
+        "Side effects",
+        Table(CHECK_HEADERS, side_rows) if side_rows else Text("No data.", "muted"),
+        Table(COUNT_HEADERS, count_rows(task)) if count_rows(task) else None,
+    )
+    sec.sub("Subjective", *_subjective_blocks(given(card, "subjective") or {}))
+    routes = sorted({g.name for g in s.groups if g.group == "route"})
+    devices = sorted({g.name for g in s.groups if g.group == "device"})
+    sec.sub(
+        "Strata (route, device, language, category, version)",
+        Text(
+            f"Routes: {', '.join(routes) or 'none recorded'}; devices: "
+            f"{', '.join(devices) or 'none recorded'}. Latency is reported per stratum; "
+            "no headline pools routes.",
+            "muted",
+        ),
+        Table(STRATA_HEADERS, strata_rows(s.groups), left=2),
+    )
+    if s.failures:
+        sec.sub(
+            "Not scored",
+            Table(
+                ["session", "kind", "message", "problems"],
+                [
                     [
-                        [
-                            f["id"],
-                            f.get("kind"),
-                            f.get("message"),
-                            "; ".join(problem_text(p) for p in (f.get("problems") or [])[:5]),
-                        ]
-                        for f in s.failures
-                    ],
-                    left=4,
-                )
-            )
+                        f["id"],
+                        f.get("kind"),
+                        f.get("message"),
+                        "; ".join(problem_text(p) for p in (f.get("problems") or [])[:5]),
+                    ]
+                    for f in s.failures
+                ],
+                left=4,
+            ),
+        )
+    return sec
+
+
+def _private_reason(card: Scorecard, session: str) -> str:
+    """Why a session's audio is left out by default: redacted or production shadow."""
+    details = (given(card.evidence, "details") or {}).get(session) or {}
+    if details.get("redacted"):
+        return "redacted session (privacy)"
+    if any("production shadow" in str(r) for r in details.get("reasons") or []):
+        return "production shadow traffic (privacy)"
+    return ""
+
+
+def _failures_section(card: Scorecard, store: RunStore | None) -> Section:
     fs = given(card, "failure_summary") or {}
     key_failures = given(card, "key_failures") or []
-    body.append(
-        f"<h2>Key failures</h2><p>{len(key_failures)} of {fs.get('n', 0)} "
-        f"failures shown; by layer: "
-        f"{esc(', '.join(f'{k} {v}' for k, v in (fs.get('by_layer') or {}).items()) or '–')}.</p>"
+    by_layer = ", ".join(f"{k} {v}" for k, v in (fs.get("by_layer") or {}).items()) or "–"
+    sec = Section("Key failures")
+    sec.add(
+        Text(f"{len(key_failures)} of {fs.get('n', 0)} failures shown; by layer: {by_layer}."),
+        Table(FAILURE_HEADERS, [failure_cells(f) for f in key_failures]) if key_failures else None,
     )
     by_session: dict[str, list[dict[str, Any]]] = {}
     for f in key_failures:
         by_session.setdefault(f["session"], []).append(f)
     for sid, fails in by_session.items():
         tl = (given(card, "timelines") or {}).get(sid) or {}
-        body.append(f"<h3>{esc(sid)}</h3>")
-        body.append(_bundle_timeline(sid, tl, fails))
+        sub = sec.sub(sid, Timeline(_bundle_timeline(sid, tl, fails), text=f"timeline of {sid}"))
+        private = _private_reason(card, sid)
         for f in fails:
-            body.append(_slice_html(f))
+            sub.add(*_slice_blocks(f))
             if tl.get("raw_audio") == "dropped":
-                body.append("<p class='muted'>raw audio dropped by redaction: no players</p>")
+                sub.add(Text("raw audio dropped by redaction: no players", "muted"))
             else:
-                body.append(_clip_players(f.get("bundle"), f.get("time_s"), store))
-    if given(card, "what_changed"):
-        import html as _html
+                sub.add(_clip_players(f, store, private))
+    return sec
 
-        body.append(
-            "<h2>What changed</h2><pre>"
-            + _html.escape(_what_changed_md(given(card, "what_changed")))
-            + "</pre>"
-        )
-    body.append(
-        "<h2>Sessions</h2>"
-        + table(SESSION_HEADERS, [_session_cells(x) for x in card.sessions], left=7)
+
+def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
+    """The report of a bundle run as a ``Document`` (module docstring)."""
+    from voxeval.suites.duplex.views_summary import duplex_summary, gate_verdict
+
+    ev = card.evidence
+    counts = ", ".join(f"{k}: {v}" for k, v in (given(ev, "counts") or {}).items()) or "none"
+    doc = Document(
+        title=f"Full-duplex acceptance · {card.run_id}",
+        summary=duplex_summary(card),
+        meta=f"Run {card.run_id} · metrics {given(card, 'metrics_version')} · generated "
+        f"{given(card, 'generated_at')}",
+    )
+    doc.section(
+        "Run and evidence",
+        Text(
+            f"Evidence level of the run: {ev.level or 'none'} (weakest session; sessions per "
+            f"level: {counts}). {given(ev, 'note', '')}",
+            "note",
+        ),
+        Text(detector_line(card)),
+        *(Text(n, "note") for n in given(card, "detector_notes") or []),
+    )
+    wc = given(card, "what_changed")
+    doc.section(
+        "What changed against the baseline",
+        *(
+            _what_changed_blocks(wc)
+            if wc
+            else [
+                Text(
+                    "No baseline given (duplex score --baseline RUN): nothing to compare.", "muted"
+                )
+            ]
+        ),
+    )
+    doc.section("Scenario distribution", *_composition_blocks(card))
+    for s in card.systems:
+        doc.sections.append(_system_section(card, s))
+    doc.sections.append(_failures_section(card, store))
+    sessions = doc.section(
+        "Sessions", Table(SESSION_HEADERS, [_session_cells(x) for x in card.sessions], left=7)
     )
     problems = [(x.id, p) for x in card.sessions for p in given(x, "problems") or []]
     if problems:
-        body.append(
-            "<h3>Problems found in the bundles</h3><ul>"
-            + "".join(
-                f"<li><code>{esc(sid)}</code>: {esc(problem_text(p))}</li>"
-                for sid, p in problems[:200]
-            )
-            + "</ul>"
+        sessions.sub(
+            "Problems found in the bundles",
+            Sentences([f"{sid}: {problem_text(p)}" for sid, p in problems[:200]]),
         )
-    return "".join(body)
+    doc.section("Harness self-check", Sentences(_self_check_lines(card)))
+    rec = doc.section("Recommendation")
+    for s in card.systems:
+        if s.gate is None:
+            rec.add(
+                Text(f"{s.system}: not gated (no acceptance matrix kept with the run).", "muted")
+            )
+            continue
+        rec.add(gate_verdict(s.system, s.gate))
+        rec.add(
+            Table(
+                ["gate", "status", "value", "n", "evidence", "min evidence", "on fail"],
+                [
+                    [g.id, g.status, g.value, g.n, g.evidence_level, g.min_evidence, g.on_fail]
+                    for g in s.gate.gates
+                ],
+                caption=f"{s.system} against {s.gate.matrix}",
+            )
+        )
+    return doc

@@ -3,6 +3,7 @@ rates, latencies, checks, counts, strata and failures, evidence and detector lin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,7 +93,24 @@ def rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
     ]
 
 
+def ms(value: Any) -> int | None:
+    """A latency as whole milliseconds (None stays None)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return round(v) if math.isfinite(v) else None
+
+
+def _ms_ci(ci: Any) -> str:
+    return f"[{fmt(ms(ci[0]))}, {fmt(ms(ci[1]))}]" if ci else "–"
+
+
 def latency_rows(overall: Overall) -> list[list[Any]]:
+    """Latencies in whole ms: n, censored, P50, P95, P99 (withheld below 100 values), the
+    P50 interval and notes."""
     rows = []
     for name, lat in overall.latencies.items():
         ci = lat.p50_ci
@@ -104,10 +122,10 @@ def latency_rows(overall: Overall) -> list[list[Any]]:
                 name,
                 given(lat, "n"),
                 given(lat, "n_censored"),
-                lat.p50,
-                lat.p95,
-                lat.p99,
-                _ci(ci[0], ci[1]) if ci else "–",
+                ms(lat.p50),
+                ms(lat.p95),
+                ms(lat.p99),
+                _ms_ci(ci),
                 note,
             ]
         )
@@ -177,7 +195,7 @@ def bundle_latency_rows(overall: Overall) -> list[list[Any]]:
     for r in rows:
         e = overall.latencies.get(r[0]) or LatencyEntry()
         ci = e.p95_ci
-        r.insert(7, _ci(ci[0], ci[1]) if ci else "–")
+        r.insert(7, _ms_ci(ci))
         src = given(e, "source") or ""
         r.append("ledger" if src.startswith("ledger") else "acoustic turns")
     return rows

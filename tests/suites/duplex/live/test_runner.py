@@ -217,3 +217,32 @@ def test_run_with_a_matrix_leaves_the_same_gate_files_as_duplex_gate(tmp_path: P
     assert {k: v for k, v in redone.items() if k != "generated_at"} == {
         k: v for k, v in body.items() if k != "generated_at"
     }
+    # the report built from the run carries the same decision per system
+    system = json.loads((path / "report.json").read_text())["systems"][0]
+    assert system["gate"]["recommendation"] == body["recommendation"] == "roll_back"
+    assert [g["status"] for g in system["gate"]["gates"]] == [g["status"] for g in body["gates"]]
+
+
+def test_run_applies_the_example_matrix_without_making_the_exit_code(tmp_path: Path) -> None:
+    """Without --matrix the example matrix is applied for the report (each agent ends in a
+    recommendation) and the run exits 0; no gate files are written."""
+    folder = scenario_dir(tmp_path)
+    (folder / "broken.yaml").unlink()
+    argv = ["--scenarios", str(folder), "--agent", "energy?yields=false", "--agent", "energy"]
+    path, err = run([*argv, "--detector", "energy", "--out", str(tmp_path / "runs")], code=0)
+    info = json.loads((path / "run.json").read_text())
+    assert info["matrix"]["source"] == "example"
+    assert info["matrix"]["doc"]["id"] == "example-voice-agent-release"
+    systems = json.loads((path / "report.json").read_text())["systems"]
+    assert [s["system"] for s in systems] == ["energy?yields=false", "energy"]
+    for s in systems:
+        assert s["gate"]["matrix"] == "example-voice-agent-release"
+        assert s["gate"]["recommendation"] in {
+            "ship",
+            "keep_in_shadow",
+            "roll_back",
+            "collect_more_data",
+        }
+        assert f"recommendation ({s['system']}, example-voice-agent-release)" in err
+    assert not list(path.glob("gate*"))
+    assert "Recommendation" in (path / "report.md").read_text()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
+from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
 from voxeval.core.items import Item, file_sha256
@@ -101,6 +102,8 @@ def run_scenarios(
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
     self_check: bool = True,
+    matrix: AcceptanceMatrix | None = None,
+    matrix_source: str | None = None,
 ) -> RunStore:
     """Run every scenario ``repeat`` times against ``agent`` (one spec, or several: each is
     a system of the run) into ``out/<run_id>/``.
@@ -109,6 +112,10 @@ def run_scenarios(
     choice, when a socket agent is among them). ``factory`` overrides the registry (tests):
     one factory for a single agent, or spec -> factory. With one agent a session's bundle is
     ``bundles/<scenario>/<repeat>/``; with several, ``bundles/<scenario>/<repeat>/<agent>/``.
+
+    ``matrix``: an acceptance matrix every system is checked against when the report is built
+    (kept in ``run.json`` as ``matrix``, outside the resume fingerprint; ``matrix_source``
+    names where it came from); the report then ends in each system's recommendation.
 
     ``self_check`` (default on): before the sessions, the harness measures its own added
     latency with a loopback echo agent on the run's transports and clock, and after them pools
@@ -169,6 +176,13 @@ def run_scenarios(
     ]
     store, done, _ = RunStore.start_or_resume(Path(out), "duplex", config, items, resume)
     store.update_info(agent=infos[agents[0]] if len(agents) == 1 else infos)
+    if matrix is not None:
+        store.update_info(
+            matrix={
+                "source": matrix_source,
+                "doc": matrix.model_dump(mode="json", exclude_unset=True),
+            }
+        )
     todo = [
         (a, sc, path, r)
         for a in agents
