@@ -114,6 +114,11 @@ class VerdictCheck:
     status: Literal["pass", "fail", "error", "skipped"]
     message: str = ""
     detail: str = ""
+    """The body of a failure (JUnit ``<failure>`` text)."""
+    kind: str = ""
+    """The failure or error ``type`` (e.g. fail, regression, insufficient_n)."""
+    output: str = ""
+    """What the check looked at (JUnit ``system-out`` of the testcase)."""
 
 
 @dataclass
@@ -128,6 +133,10 @@ class Verdict:
     checks: list[VerdictCheck] = field(default_factory=list)
     suite: str = ""
     """The JUnit testsuite name (the matrix id)."""
+    properties: dict[str, str] = field(default_factory=dict)
+    timestamp: str = ""
+    classname: str = ""
+    """JUnit testcase class name (default ``voxeval.<suite>``)."""
 
 
 @dataclass

@@ -261,41 +261,64 @@ def verdicts(doc: Document) -> list[Verdict]:
     return found
 
 
-def to_junit(doc: Document) -> str:
-    """JUnit XML: one ``<testsuite>`` per verdict (named after its suite), one ``<testcase>``
-    per check; fail is ``<failure>``, error ``<error>``, skipped ``<skipped>``."""
-    root = ET.Element("testsuites", {"name": doc.title})
+def to_junit(doc: Document, name: str | None = None) -> str:
+    """JUnit XML (Jenkins, GitLab): one ``<testsuite>`` per verdict (named after its suite:
+    properties with the recommendation, one ``<testcase>`` per check, ``system-out`` with the
+    recommendation and its reasons); fail is ``<failure>``, error ``<error>``, skipped
+    ``<skipped>``; the root sums the counts."""
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    suites = []
     for v in verdicts(doc):
         counts = {
-            k: sum(1 for c in v.checks if c.status == k) for k in ("fail", "error", "skipped")
+            "tests": len(v.checks),
+            "failures": sum(1 for c in v.checks if c.status == "fail"),
+            "errors": sum(1 for c in v.checks if c.status == "error"),
+            "skipped": sum(1 for c in v.checks if c.status == "skipped"),
         }
-        suite = ET.SubElement(
-            root,
+        attrs = {k: str(n) for k, n in counts.items()} | {"time": "0"}
+        suite = ET.Element(
             "testsuite",
             {
                 "name": v.suite or v.subject,
-                "tests": str(len(v.checks)),
-                "failures": str(counts["fail"]),
-                "errors": str(counts["error"]),
-                "skipped": str(counts["skipped"]),
+                **({"timestamp": v.timestamp} if v.timestamp else {}),
+                **attrs,
             },
         )
         props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", {"name": "subject", "value": v.subject})
-        ET.SubElement(props, "property", {"name": "recommendation", "value": v.recommendation})
+        for key, value in {"recommendation": v.recommendation, **v.properties}.items():
+            ET.SubElement(props, "property", {"name": key, "value": value})
         for c in v.checks:
             case = ET.SubElement(
-                suite, "testcase", {"name": c.name, "classname": f"voxeval.{v.suite or 'verdict'}"}
+                suite,
+                "testcase",
+                {
+                    "name": c.name,
+                    "classname": v.classname or f"voxeval.{v.suite or 'verdict'}",
+                    "time": "0",
+                },
             )
             tag = {"fail": "failure", "error": "error", "skipped": "skipped"}.get(c.status)
             if tag:
-                el = ET.SubElement(case, tag, {"message": c.message})
+                el_attrs = {"message": c.message}
+                if c.kind and tag != "skipped":
+                    el_attrs["type"] = c.kind
+                el = ET.SubElement(case, tag, el_attrs)
                 if c.detail:
                     el.text = c.detail
+            if c.output:
+                ET.SubElement(case, "system-out").text = c.output
         out = ET.SubElement(suite, "system-out")
         out.text = "\n".join([f"recommendation: {v.recommendation}", *v.reasons])
+        suites.append(suite)
+        for k in total:
+            total[k] += counts[k]
+    root = ET.Element(
+        "testsuites",
+        {"name": name or doc.title, **{k: str(n) for k, n in total.items()}, "time": "0"},
+    )
+    root.extend(suites)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def write_document(

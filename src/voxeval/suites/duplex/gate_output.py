@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from voxeval.contracts.duplex.scorecard import (
     Scorecard,
 )
+from voxeval.report.document import Document, Summary, Verdict, VerdictCheck
+from voxeval.report.render import to_junit
 from voxeval.suites.duplex.gate_types import (
     PRECEDENCE,
     GateReport,
@@ -183,68 +184,71 @@ def write_gate_files(report: GateReport, run_dir: str | Path) -> Path:
     return run
 
 
-def write_junit(report: GateReport, path: str | Path) -> Path:
-    """JUnit XML for CI (Jenkins, GitLab): ``<testsuites>`` holding one ``<testsuite>`` named
-    after the matrix, one ``<testcase>`` per gate. A failed gate (or a decisive regression) is
-    a ``<failure>``; insufficient_n, insufficient_evidence and unknown are ``<error>`` (CI goes
-    red: nothing was shown to pass), or ``<skipped>`` when the matrix allows incomplete gates;
-    the reason is the message; passes are empty testcases. The recommendation is a suite property
-    and the suite's ``system-out``."""
-    counts = {"failures": 0, "errors": 0, "skipped": 0}
-    suite_name = report.matrix_id
-    cases = []
+def gate_document(report: GateReport) -> Document:
+    """The GateReport as a one-verdict document (what ``write_junit`` renders)."""
+    checks = []
     for r in report.gates:
-        case = ET.Element(
-            "testcase",
-            {"name": r.gate.id, "classname": f"voxeval.duplex.gate.{suite_name}", "time": "0"},
-        )
         summary = "; ".join(r.reasons) or str(r.status)
-        if r.status == GateStatus.FAIL or r.decisive_regression:
-            counts["failures"] += 1
-            kind = "fail" if r.status == GateStatus.FAIL else "regression"
-            failure = ET.SubElement(case, "failure", {"message": summary, "type": kind})
-            failure.text = "\n".join(
-                [f"on_fail: {r.gate.on_fail}", *(f"{c.name}: {c.detail}" for c in r.preconditions)]
-            )
-        elif r.status != GateStatus.PASS:
-            kind = "skipped" if report.allow_incomplete else "error"
-            counts["skipped" if kind == "skipped" else "errors"] += 1
-            attrs = {"message": f"{r.status}: {summary}"}
-            if kind == "error":
-                attrs["type"] = str(r.status)
-            ET.SubElement(case, kind, attrs)
-        out = ET.SubElement(case, "system-out")
-        out.text = f"{r.gate.metric} ({r.label_text}); " + "; ".join(
+        output = f"{r.gate.metric} ({r.label_text}); " + "; ".join(
             f"{c.name}={'ok' if c.ok else 'not checked' if c.ok is None else 'NOT MET'}"
             for c in [*r.preconditions, *([r.evidence] if r.evidence else [])]
         )
-        cases.append(case)
-    attrs = {
-        "tests": str(len(cases)),
-        "failures": str(counts["failures"]),
-        "errors": str(counts["errors"]),
-        "skipped": str(counts["skipped"]),
-        "time": "0",
-    }
-    root = ET.Element("testsuites", {"name": "voxeval duplex gate", **attrs})
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        {"name": suite_name, "timestamp": report.generated_at.rstrip("Z"), **attrs},
+        if r.status == GateStatus.FAIL or r.decisive_regression:
+            checks.append(
+                VerdictCheck(
+                    r.gate.id,
+                    "fail",
+                    summary,
+                    "\n".join(
+                        [f"on_fail: {r.gate.on_fail}"]
+                        + ([f"mitigation: {r.gate.mitigation}"] if r.gate.mitigation else [])
+                        + [f"{c.name}: {c.detail}" for c in r.preconditions]
+                    ),
+                    "fail" if r.status == GateStatus.FAIL else "regression",
+                    output,
+                )
+            )
+        elif r.status != GateStatus.PASS:
+            checks.append(
+                VerdictCheck(
+                    r.gate.id,
+                    "skipped" if report.allow_incomplete else "error",
+                    f"{r.status}: {summary}",
+                    "",
+                    str(r.status),
+                    output,
+                )
+            )
+        else:
+            checks.append(VerdictCheck(r.gate.id, "pass", output=output))
+    verdict = Verdict(
+        subject=report.system or "",
+        recommendation=str(report.recommendation),
+        reasons=list(report.reasons),
+        checks=checks,
+        suite=report.matrix_id,
+        properties={
+            "run_id": report.run_id or "",
+            "system": report.system or "",
+            "baseline_run_id": report.baseline_run_id or "",
+        },
+        timestamp=report.generated_at.rstrip("Z"),
+        classname=f"voxeval.duplex.gate.{report.matrix_id}",
     )
-    props = ET.SubElement(suite, "properties")
-    for name, value in (
-        ("recommendation", str(report.recommendation)),
-        ("run_id", report.run_id or ""),
-        ("system", report.system or ""),
-        ("baseline_run_id", report.baseline_run_id or ""),
-    ):
-        ET.SubElement(props, "property", {"name": name, "value": value})
-    suite.extend(cases)
-    sysout = ET.SubElement(suite, "system-out")
-    sysout.text = "\n".join([f"recommendation: {report.recommendation}", *report.reasons])
+    return Document(
+        title="voxeval duplex gate",
+        summary=Summary(sentences=[], verdicts=[verdict]),
+    )
+
+
+def write_junit(report: GateReport, path: str | Path) -> Path:
+    """JUnit XML for CI (Jenkins, GitLab) of ``gate_document``: one ``<testsuite>`` named
+    after the matrix, one ``<testcase>`` per gate. A failed gate (or a decisive regression) is
+    a ``<failure>``; insufficient_n, insufficient_evidence and unknown are ``<error>`` (CI goes
+    red: nothing was shown to pass), or ``<skipped>`` when the matrix allows incomplete gates;
+    the reason is the message; passes are empty testcases. The recommendation is a suite
+    property and the suite's ``system-out``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    ET.indent(root)
-    ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
+    target.write_text(to_junit(gate_document(report), "voxeval duplex gate"), encoding="utf-8")
     return target
