@@ -28,6 +28,7 @@ __all__ = [
     "Document",
     "Link",
     "Players",
+    "Rich",
     "Section",
     "Sentences",
     "Summary",
@@ -46,6 +47,14 @@ class Link:
 
     text: str
     href: str
+
+
+@dataclass(frozen=True)
+class Rich:
+    """A table cell with markup: ``html`` (already escaped) for the page, ``text`` elsewhere."""
+
+    text: str
+    html: str
 
 
 @dataclass

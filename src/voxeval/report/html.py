@@ -103,12 +103,14 @@ def bar_chart(
     n_cat, n_ser = len(categories), max(1, len(series))
     bar_h, gap, left, right, top = 12, 10, 170, 30, 28 if title else 8
     group_h = n_ser * bar_h + gap
-    legend_h = 18 * math.ceil(n_ser / 3)
+    plot_w = width - left - right
+    longest = max((len(name) for name, _ in series), default=1)
+    per_row = max(1, min(3, int(plot_w // (longest * 6.5 + 24))))
+    legend_h = 18 * math.ceil(n_ser / per_row)
     height = top + n_cat * group_h + 30 + legend_h
     vals = [v for _, pts in series for p in pts for v in p if v is not None and math.isfinite(v)]
-    vmax = max(vals) if vals else 1.0
-    vmax = vmax * 1.05 if vmax > 0 else 1.0
-    plot_w = width - left - right
+    ticks = nice_ticks(max(vals) if vals else 1.0)
+    vmax = ticks[-1]
 
     def x(v: float) -> float:
         return left + plot_w * max(0.0, v) / vmax
@@ -121,8 +123,10 @@ def bar_chart(
         parts.append(f"<text x='{left}' y='16' font-weight='bold'>{esc(title)}</text>")
     for i, cat in enumerate(categories):
         y0 = top + i * group_h
+        label = cat if len(cat) <= 26 else cat[:25] + "…"
         parts.append(
-            f"<text x='{left - 6}' y='{y0 + n_ser * bar_h / 2 + 4}' text-anchor='end'>{esc(cat)}</text>"
+            f"<text x='{left - 6}' y='{y0 + n_ser * bar_h / 2 + 4}' text-anchor='end'>"
+            f"<title>{esc(cat)}</title>{esc(label)}</text>"
         )
         for j, (_, pts) in enumerate(series):
             value, lo, hi = pts[i] if i < len(pts) else (None, None, None)
@@ -145,24 +149,45 @@ def bar_chart(
     parts.append(
         f"<line x1='{left}' x2='{left + plot_w}' y1='{axis_y}' y2='{axis_y}' stroke='#999'/>"
     )
-    for k in range(6):
-        v = vmax * k / 5
+    for v in ticks:
         parts.append(
-            f"<text x='{x(v):.1f}' y='{axis_y + 14}' text-anchor='middle' fill='#555'>{v:.2f}</text>"
+            f"<text x='{x(v):.1f}' y='{axis_y + 14}' text-anchor='middle' fill='#555'>"
+            f"{tick_label(v, ticks)}</text>"
         )
     if x_label:
         parts.append(
             f"<text x='{left + plot_w / 2}' y='{axis_y + 27}' text-anchor='middle'>{esc(x_label)}</text>"
         )
     for j, (name, _) in enumerate(series):
-        lx = left + (j % 3) * (plot_w / 3)
-        ly = axis_y + 34 + 18 * (j // 3)
+        lx = left + (j % per_row) * (plot_w / per_row)
+        ly = axis_y + 34 + 18 * (j // per_row)
         parts.append(
             f"<rect x='{lx:.1f}' y='{ly}' width='10' height='10' fill='{PALETTE[j % len(PALETTE)]}'/>"
             f"<text x='{lx + 14:.1f}' y='{ly + 9}'>{esc(name)}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def nice_ticks(vmax: float, target: int = 5) -> list[float]:
+    """Axis ticks at round numbers from 0: a step of 1, 2, 2.5 or 5 times a power of ten,
+    about ``target`` steps, the last tick at or above ``vmax``."""
+    if not math.isfinite(vmax) or vmax <= 0:
+        return [0.0, 1.0]
+    raw = vmax / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    n = math.ceil(vmax / step - 1e-9)
+    return [round(k * step, 12) for k in range(n + 1)]
+
+
+def tick_label(v: float, ticks: Sequence[float]) -> str:
+    """A tick's text with just the decimals its step needs."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) + (
+        1 if round(step / 10 ** math.floor(math.log10(step)), 6) == 2.5 else 0
+    )
+    return f"{v:.{decimals}f}"
 
 
 def timeline_svg(
@@ -215,12 +240,11 @@ def timeline_svg(
             f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='{top}' y2='{bottom - gap}' "
             f"stroke='{colour}' stroke-width='1.5'><title>{esc(label)} at {t:.3f} s</title></line>"
         )
-    n_ticks = 10
-    for k in range(n_ticks + 1):
-        t = span * k / n_ticks
+    ticks = [t for t in nice_ticks(span, 10) if t <= span + 1e-9]
+    for t in ticks:
         parts.append(
             f"<text x='{x(t):.1f}' y='{bottom + 12}' text-anchor='middle' fill='#555'>"
-            f"{t:.1f}</text>"
+            f"{tick_label(t, ticks)}</text>"
         )
     parts.append(f"<text x='{left + plot_w / 2}' y='{bottom + 25}' text-anchor='middle'>s</text>")
     parts.append("</svg>")

@@ -20,6 +20,7 @@ from voxeval.report.document import (
     Document,
     Link,
     Players,
+    Rich,
     Section,
     Sentences,
     Summary,
@@ -43,6 +44,8 @@ RECOMMENDATION_WORDS = {
 
 
 def _md_cell(v: Any) -> Any:
+    if isinstance(v, Rich):
+        return v.text
     return f"[{v.text}]({v.href})" if isinstance(v, Link) else v
 
 
@@ -117,6 +120,8 @@ def _html_cell(v: Any) -> Any:
 
     if isinstance(v, Link):
         return Raw(f"<a href='{esc(v.href)}'>{esc(v.text)}</a>")
+    if isinstance(v, Rich):
+        return Raw(v.html)
     return v
 
 

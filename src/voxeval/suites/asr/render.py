@@ -1,15 +1,27 @@
-"""Markdown and HTML views of an ASR report dict (numbers come only from the dict)."""
+"""The document of an ASR report dict (numbers come only from the dict): Markdown and HTML
+come from it (``report.render``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.audio import load_audio, wav_data_uri
-from voxeval.core.errors import AudioError
+from voxeval.core.audio import load_audio
 from voxeval.core.runstore import RunStore
-from voxeval.report.html import Raw, audio_player, bar_chart, esc, fmt, page, table
-from voxeval.report.markdown import md_table
+from voxeval.report.document import (
+    Chart,
+    Clip,
+    Document,
+    Players,
+    Rich,
+    Section,
+    Summary,
+    Table,
+    Text,
+)
+from voxeval.report.html import bar_chart, esc, fmt
+from voxeval.report.render import to_html, to_markdown
+from voxeval.report.summary import Estimate, display_names, leader, leader_sentence, short_name
 
 GROUP_HEADERS = [
     "group",
@@ -73,53 +85,6 @@ def _conditions_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]
     return headers, rows
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown: summary, per-condition matrix, groups, rank stability, audits."""
-    out = [f"# ASR robustness report `{report['run_id']}`\n"]
-    norm = report["normalizer"]
-    out.append(
-        f"Normalizer `{norm['name']}` ({norm['version']}), metrics `{report['metrics_version']}`, "
-        f"{report['n_items']} items. WER is corpus-level (errors / reference words) per group; "
-        "CIs are 95 % bootstrap over speakers (utterances without a speaker are their own "
-        "cluster; one-speaker groups resample utterances, see CI unit).\n"
-    )
-    for note in report.get("notes", []):
-        out.append(f"> {note}\n")
-    out.append("## Systems\n")
-    out.append(md_table(SUMMARY_HEADERS, _systems_summary_rows(report)))
-    headers, rows = _conditions_table(report)
-    out.append("\n## WER per condition\n")
-    out.append(md_table(headers, rows))
-    for s in report["systems"]:
-        out.append(f"\n## {s['system']}\n")
-        out.append(
-            md_table(
-                GROUP_HEADERS,
-                [_group_row({"group": "overall", "name": "all", **s["overall"]})]
-                + [_group_row(g) for g in s["groups"]],
-            )
-        )
-        fails = s.get("failures", {}).get("by_kind", {})
-        if fails:
-            out.append(
-                "\nNot scored: " + ", ".join(f"{k}: {v}" for k, v in sorted(fails.items())) + "\n"
-            )
-    out.append("\n## Rank stability\n")
-    out.append(_rank_md(report.get("rank_stability", {})))
-    out.append("\n## Audits\n")
-    for title, text, headers, rows in audit_tables(report.get("audits") or {}):
-        out.append(f"\n### {title}\n")
-        if text:
-            out.append(text + "\n")
-        if rows:
-            out.append(md_table(headers, rows))
-    if report.get("malformed_record_lines"):
-        out.append(
-            f"\n{len(report['malformed_record_lines'])} malformed record line(s) were skipped.\n"
-        )
-    return "\n".join(out)
-
-
 RANK_HEADERS = ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"]
 
 
@@ -136,52 +101,121 @@ def _rank_rows(rs: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
-def _rank_md(rs: dict[str, Any]) -> str:
-    if rs.get("status") != "ok":
-        return f"Not computed: {rs.get('reason', 'no data')}\n"
-    return md_table(RANK_HEADERS, _rank_rows(rs))
+def summary(report: dict[str, Any]) -> Summary:
+    """Who leads overall and per condition (overlapping CIs: no clear leader), the largest
+    rank change under a condition, the audits that flagged a system; the systems table."""
+    names = display_names([s["system"] for s in report["systems"]])
 
+    def est(s: dict[str, Any], g: dict[str, Any]) -> Estimate:
+        return Estimate(names[s["system"]], g.get("wer"), g.get("ci_lo"), g.get("ci_hi"))
 
-def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
-    """Self-contained HTML page: charts as SVG, worst items with alignment and inline audio."""
-    return page(f"ASR robustness · {report['run_id']}", render_html_body(report, store))
-
-
-def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> str:
-    """The page body (also used as the ASR section of the combined demo report)."""
-    norm = report["normalizer"]
-    body = [
-        f"<p class='muted'>Run <code>{esc(report['run_id'])}</code> · normalizer <code>{esc(norm['name'])}</code> "
-        f"({esc(norm['version'])}) · metrics <code>{esc(report['metrics_version'])}</code> · "
-        f"{report['n_items']} items · generated {esc(report.get('generated_at'))}</p>",
-        "<p>WER is corpus-level per group (sum of errors / sum of reference words after normalization); "
-        "95 % CIs are bootstrap over speakers (an utterance without a speaker counts as its own cluster; "
-        "a group with one speaker resamples that speaker's utterances, see the CI unit column). "
-        "Failed items are counted and kept out of the denominators, never scored as zero.</p>",
+    sentences = [
+        leader_sentence(
+            "overall WER", [est(s, s["overall"]) for s in report["systems"]], lower_is_better=True
+        )
     ]
-    body += [f"<div class='note'>{esc(n)}</div>" for n in report.get("notes", [])]
-    body.append("<h2>Systems</h2>" + table(SUMMARY_HEADERS, _systems_summary_rows(report)))
-    conds = report.get("conditions", [])
+    per_cond = []
+    for c in report.get("conditions", []):
+        ests = [
+            est(s, g)
+            for s in report["systems"]
+            for g in s["groups"]
+            if g["group"] == "condition" and g["name"] == c
+        ]
+        best, tied = leader(ests, lower_is_better=True)
+        if best is not None:
+            per_cond.append(f"{c}: {best.system}")
+        elif len(tied) > 1:
+            per_cond.append(f"{c}: no clear leader")
+    if per_cond and len(report["systems"]) > 1:
+        sentences.append("Best per condition (95 % CIs apart): " + "; ".join(per_cond) + ".")
+    rs = report.get("rank_stability") or {}
+    shifts = [
+        (abs(int(v)), c["condition"], name, int(v))
+        for c in rs.get("conditions") or []
+        for name, v in (c.get("rank_shift") or {}).items()
+    ]
+    if shifts:
+        _, cond, name, v = max(shifts)
+        if v:
+            sentences.append(
+                f"Largest rank change: {names.get(name, name)} moves {abs(v)} place(s) "
+                f"{'down' if v > 0 else 'up'} under {cond} (against clean)."
+            )
+        else:
+            sentences.append("No system changes rank under any condition.")
+    flagged = []
+    for key, title in AUDIT_TITLES.items():
+        audit = (report.get("audits") or {}).get(key) or {}
+        bad = [
+            names.get(r["system"], r["system"])
+            for r in audit.get("systems") or []
+            if r.get("flagged")
+        ]
+        if bad:
+            flagged.append(f"{title.lower()}: {', '.join(bad)}")
+    if flagged:
+        sentences.append("Audits flagged " + "; ".join(flagged) + ".")
+    elif report.get("audits"):
+        sentences.append("No audit flagged a system.")
+    return Summary(sentences[:5], Table(SUMMARY_HEADERS, _systems_summary_rows(report)))
+
+
+def _rank_blocks(rs: dict[str, Any]) -> list[Any]:
+    if rs.get("status") != "ok":
+        return [Text(f"Not computed: {rs.get('reason', 'no data')}", "muted")]
+    return [Text(str(rs.get("note", ""))), Table(RANK_HEADERS, _rank_rows(rs))]
+
+
+def _chart(report: dict[str, Any], key: str, names: list[str], label: str) -> Chart:
     series = []
     for s in report["systems"]:
-        by = {g["name"]: g for g in s["groups"] if g["group"] == "condition"}
+        by = {g["name"]: g for g in s["groups"] if g["group"] == key}
         series.append(
             (
-                s["system"],
+                short_name(s["system"]),
                 [
                     (
-                        by.get(c, {}).get("wer"),
-                        by.get(c, {}).get("ci_lo"),
-                        by.get(c, {}).get("ci_hi"),
+                        by.get(n, {}).get("wer"),
+                        by.get(n, {}).get("ci_lo"),
+                        by.get(n, {}).get("ci_hi"),
                     )
-                    for c in conds
+                    for n in names
                 ],
             )
         )
-    body.append("<h2>WER per condition</h2>")
-    body.append(bar_chart(conds, series, x_label="WER (95 % CI)"))
+    return Chart(bar_chart(names, series, x_label=label), text=f"WER by {key}: the table below")
+
+
+def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
+    """The ASR report: summary, WER per condition (chart and table), per other group, rank
+    stability, audits, then per system its groups, failures and worst items with players."""
+    norm = report["normalizer"]
+    doc = Document(
+        title=f"ASR robustness · {report['run_id']}",
+        summary=summary(report),
+        meta=f"Run {report['run_id']} · normalizer {norm['name']} ({norm['version']}) · "
+        f"metrics {report['metrics_version']} · {report['n_items']} items · generated "
+        f"{report.get('generated_at')}",
+    )
+    doc.section(
+        "Method",
+        Text(
+            "WER is corpus-level per group (sum of errors / sum of reference words after "
+            "normalization); 95 % CIs are bootstrap over speakers (an utterance without a "
+            "speaker counts as its own cluster; a group with one speaker resamples that "
+            "speaker's utterances, see the CI unit column). Failed items are counted and kept "
+            "out of the denominators, never scored as zero."
+        ),
+        *(Text(n, "note") for n in report.get("notes", [])),
+    )
+    conds = report.get("conditions", [])
     headers, rows = _conditions_table(report)
-    body.append(table(headers, rows))
+    doc.section(
+        "WER per condition",
+        _chart(report, "condition", conds, "WER (95 % CI)"),
+        Table(headers, rows),
+    )
     for key in report.get("group_keys", []):
         if key == "condition":
             continue
@@ -190,86 +224,114 @@ def render_html_body(report: dict[str, Any], store: RunStore | None = None) -> s
             for g in s["groups"]:
                 if g["group"] == key and g["name"] not in names:
                     names.append(g["name"])
-        if len(names) < 2:
-            continue
-        ser = []
-        for s in report["systems"]:
-            by = {g["name"]: g for g in s["groups"] if g["group"] == key}
-            ser.append(
-                (
-                    s["system"],
-                    [
-                        (
-                            by.get(n, {}).get("wer"),
-                            by.get(n, {}).get("ci_lo"),
-                            by.get(n, {}).get("ci_hi"),
-                        )
-                        for n in names
-                    ],
-                )
-            )
-        body.append(f"<h3>WER by {esc(key)}</h3>" + bar_chart(names, ser, x_label="WER (95 % CI)"))
-    body.append("<h2>Rank stability</h2>" + _rank_html(report.get("rank_stability", {})))
-    body.append("<h2>Audits</h2>" + _audits_html(report.get("audits") or {}))
+        if len(names) >= 2:
+            doc.section(f"WER by {key}", _chart(report, key, names, "WER (95 % CI)"))
+    doc.section("Rank stability", *_rank_blocks(report.get("rank_stability", {})))
+    audits = doc.section("Audits")
+    for title, text, headers, rows in audit_tables(report.get("audits") or {}):
+        audits.sub(title, Text(text) if text else None, Table(headers, rows) if rows else None)
+    if not audits.children:
+        audits.add(Text("No audits.", "muted"))
     for s in report["systems"]:
-        body.append(f"<h2>{esc(s['system'])}</h2>")
-        load = s.get("load") or {}
-        if load:
-            body.append(
-                f"<p class='muted'>load {fmt(load.get('load_s'))} s · warm-up {fmt(load.get('warmup_s'))} s · "
-                f"RTFx {fmt(s['overall'].get('rtfx'), 1)} (audio s / compute s, model load excluded)</p>"
+        doc.sections.append(_system_section(s, store))
+    if report.get("malformed_record_lines"):
+        doc.section(
+            "Malformed records",
+            Text(f"{len(report['malformed_record_lines'])} malformed record line(s) were skipped."),
+        )
+    return doc
+
+
+def _system_section(s: dict[str, Any], store: RunStore | None) -> Section:
+    sec = Section(s["system"])
+    load = s.get("load") or {}
+    if load:
+        sec.add(
+            Text(
+                f"load {fmt(load.get('load_s'))} s · warm-up {fmt(load.get('warmup_s'))} s · RTFx "
+                f"{fmt(s['overall'].get('rtfx'), 1)} (audio s / compute s, model load excluded)",
+                "muted",
             )
-        rows = [_group_row({"group": "overall", "name": "all", **s["overall"]})] + [
-            _group_row(g) for g in s["groups"]
-        ]
-        body.append(table(GROUP_HEADERS, rows, left=2))
-        fails = s.get("failures", {})
-        if fails.get("by_kind"):
-            body.append("<h3>Not scored</h3>")
-            body.append(
-                table(
-                    ["id", "status", "kind", "message"],
-                    [
-                        [e.get("id"), e.get("status"), e.get("kind"), e.get("message")]
-                        for e in fails.get("examples", [])
-                    ],
-                    left=4,
-                )
-            )
-        if s.get("worst_items"):
-            body.append("<h3>Worst items</h3>")
-            rows2 = []
-            for w in s["worst_items"]:
-                rows2.append(
+        )
+    rows = [_group_row({"group": "overall", "name": "all", **s["overall"]})] + [
+        _group_row(g) for g in s["groups"]
+    ]
+    sec.add(Table(GROUP_HEADERS, rows, left=2))
+    fails = s.get("failures", {})
+    if fails.get("by_kind"):
+        sec.sub(
+            "Not scored",
+            Text(", ".join(f"{k}: {v}" for k, v in sorted(fails["by_kind"].items()))),
+            Table(
+                ["id", "status", "kind", "message"],
+                [
+                    [e.get("id"), e.get("status"), e.get("kind"), e.get("message")]
+                    for e in fails.get("examples", [])
+                ],
+                left=4,
+            ),
+        )
+    if s.get("worst_items"):
+        worst = s["worst_items"]
+        sec.sub(
+            "Worst items",
+            Table(
+                ["id", "condition", "errors", "ref words", "alignment (ref → hyp)"],
+                [
                     [
                         w["id"],
                         w["condition"],
                         w["errors"],
                         w["ref_words"],
-                        Raw(_alignment_html(w["alignment"])),
-                        Raw(_player(w.get("audio_filepath"), store)),
+                        Rich(_alignment_text(w["alignment"]), _alignment_html(w["alignment"])),
                     ]
-                )
-            body.append(
-                table(
-                    ["id", "condition", "errors", "ref words", "alignment (ref → hyp)", "audio"],
-                    rows2,
-                    left=2,
-                )
-            )
-    return "".join(body)
+                    for w in worst
+                ],
+                left=2,
+            ),
+            Players(
+                [
+                    c
+                    for c in (_clip(s["system"], w, store, i) for i, w in enumerate(worst))
+                    if c is not None
+                ]
+            ),
+        )
+    return sec
 
 
-def _player(path: str | None, store: RunStore | None) -> str:
+def _clip(system: str, w: dict[str, Any], store: RunStore | None, rank: int) -> Clip | None:
+    path = w.get("audio_filepath")
     if not path:
-        return ""
+        return None
     p = Path(path)
     if not p.is_absolute() and store is not None:
         p = store.path / p
-    try:
-        return audio_player(wav_data_uri(load_audio(p, sr=None), max_seconds=20))
-    except AudioError as exc:
-        return f"<span class='muted'>{esc(exc)}</span>"
+
+    def load(p: Path = p) -> tuple[Any, int]:
+        a = load_audio(p, sr=None)
+        return a.samples[: 20 * a.sr], a.sr
+
+    return Clip(
+        label=str(w["id"]), key=f"asr-{system}-{w['id']}", load=load, priority=0 if rank < 3 else 1
+    )
+
+
+def _alignment_text(alignment: list[Any]) -> str:
+    out = []
+    for op, ref, hyp in alignment:
+        out.append(
+            ref
+            if op == "ok"
+            else f"[{ref}→{hyp}]"
+            if op == "sub"
+            else f"[-{ref}]"
+            if op == "del"
+            else f"[+{hyp}]"
+            if op == "ins"
+            else f"[{ref}≈{hyp}]"
+        )
+    return " ".join(str(x) for x in out)
 
 
 def _alignment_html(alignment: list[Any]) -> str:
@@ -288,23 +350,6 @@ def _alignment_html(alignment: list[Any]) -> str:
                 f"<span class='merge' title='compound, no cost'>{esc(ref)}≈{esc(hyp)}</span>"
             )
     return "<span class='align'>" + " ".join(parts) + "</span>"
-
-
-def _rank_html(rs: dict[str, Any]) -> str:
-    if rs.get("status") != "ok":
-        return f"<p class='muted'>Not computed: {esc(rs.get('reason', 'no data'))}</p>"
-    return f"<p>{esc(rs.get('note', ''))}</p>" + table(RANK_HEADERS, _rank_rows(rs), left=1)
-
-
-def _audits_html(audits: dict[str, Any]) -> str:
-    out = []
-    for title, text, headers, rows in audit_tables(audits):
-        out.append(f"<h3>{esc(title)}</h3>")
-        if text:
-            out.append(f"<p>{esc(text)}</p>")
-        if rows:
-            out.append(table(headers, rows))
-    return "".join(out) or "<p class='muted'>No audits.</p>"
 
 
 AUDIT_TITLES = {
@@ -380,3 +425,11 @@ def audit_tables(audits: dict[str, Any]) -> list[tuple[str, str, list[str], list
         cols = AUDIT_COLUMNS[name]
         out.append((title, text, cols, [[srow.get(c) for c in cols] for srow in systems]))
     return out
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    return to_markdown(document(report))
+
+
+def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
+    return to_html(document(report, store))

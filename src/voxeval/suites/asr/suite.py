@@ -11,7 +11,7 @@ from voxeval.core.errors import InputError
 from voxeval.core.items import file_sha256
 from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
-from voxeval.core.registry import REGISTRY, SuiteInfo, lazy_renderers
+from voxeval.core.registry import DOCUMENT_RENDERERS, REGISTRY, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.core.specs import check_unique_keys
 from voxeval.suites.asr.wer import DEFAULT_NORMALIZER, METRICS_VERSION, normalizer_version
@@ -201,7 +201,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        **lazy_renderers("voxeval.suites.asr.render"),
+        **lazy_renderers("voxeval.suites.asr.render", DOCUMENT_RENDERERS),
         "title": "ASR robustness",
     },
 )

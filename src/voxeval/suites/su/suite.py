@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from voxeval.core.registry import SuiteInfo, lazy_renderers
+from voxeval.core.registry import DOCUMENT_RENDERERS, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore
 from voxeval.suites.su.run import SUITE_NAME
 
@@ -85,7 +85,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        **lazy_renderers("voxeval.suites.su.report"),
+        **lazy_renderers("voxeval.suites.su.views", DOCUMENT_RENDERERS),
         "title": "Speech understanding",
     },
 )
