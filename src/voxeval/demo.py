@@ -304,63 +304,109 @@ def _schedule_note(report: dict[str, Any]) -> str:
     return SCHEDULES.get(str(report.get("schedule", "serial")), "")
 
 
-def _render_markdown(report: dict[str, Any]) -> str:
-    parts = [f"# voxeval demo `{report['run_id']}`\n"]
-    parts.append(
-        f"Demo size: {report.get('size', 'full')}. {_schedule_note(report)} "
-        "Wall time per section:\n"
-    )
-    parts.append("| " + " | ".join(TIMING_HEADER) + " |\n|---|---|---|---|")
-    parts += ["| " + " | ".join(row) + " |" for row in timing_rows(report)]
-    for sec in report["sections"]:
-        suite = REGISTRY.suite(sec["suite"])
-        render = suite.extras.get("render_markdown")
-        if sec.get("error"):
-            parts.append(f"\n---\n\n**Section `{sec['suite']}` failed:** {sec['error']}\n")
-            continue
-        parts.append(
-            f"\n---\n\n_Section `{sec['suite']}` (run `{sec['run_dir']}`, {sec.get('seconds')} s)_\n"
-        )
-        if render:
-            parts.append(render(sec["report"]))
-    return "\n".join(parts)
+def capability_profile(entries: list[Any]) -> tuple[Any, Any]:
+    """The demo's first table and picture: every system that ran, every dimension it was
+    measured on, with its 95 % interval and n. The picture shows the dimensions on [0, 1]
+    (scores, rates, WER); latencies are in the table only."""
+    from voxeval.report.document import Chart, Table
+    from voxeval.report.html import bar_chart, fmt
 
-
-def _render_html(report: dict[str, Any], store: RunStore) -> str:
-    from voxeval.report.html import esc, page
-
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
-        for row in timing_rows(report)
-    )
-    head = "".join(f"<th>{esc(h)}</th>" for h in TIMING_HEADER)
-    body = [
-        f"<p class='muted'>Demo size: {esc(report.get('size', 'full'))}. "
-        f"{esc(_schedule_note(report))} Wall time per section:</p><table><tr>{head}</tr>{rows}</table>"
+    rows = [
+        [
+            e.domain,
+            e.system,
+            e.dimension,
+            f"{fmt(e.value, 0 if e.unit == 'ms' else 3)}{' ms' if e.unit == 'ms' else ''}",
+            "not estimable (n < 2)"
+            if e.n is not None and e.n < 2
+            else f"[{fmt(e.lo, 0 if e.unit == 'ms' else 3)}, {fmt(e.hi, 0 if e.unit == 'ms' else 3)}]",
+            e.n,
+            "higher" if e.higher_is_better else "lower",
+        ]
+        for e in entries
     ]
+    table = Table(["domain", "system", "dimension", "value", "95% CI", "n", "better"], rows, left=3)
+    unit = [e for e in entries if e.unit == "" and e.value is not None]
+    cats = list(dict.fromkeys(f"{e.domain} · {e.dimension}" for e in unit))
+    systems = list(dict.fromkeys(e.system for e in unit))
+    by = {(f"{e.domain} · {e.dimension}", e.system): e for e in unit}
+    series = [
+        (
+            sys_name,
+            [
+                (by[(c, sys_name)].value, by[(c, sys_name)].lo, by[(c, sys_name)].hi)
+                if (c, sys_name) in by
+                else (None, None, None)
+                for c in cats
+            ],
+        )
+        for sys_name in systems
+    ]
+    chart = (
+        Chart(
+            bar_chart(cats, series, x_label="score, rate or WER on [0, 1] (95 % CI)"),
+            caption="Every [0, 1] dimension of every system (WER: lower is better)",
+            text="the table above holds the same numbers",
+        )
+        if cats
+        else None
+    )
+    return table, chart
+
+
+def document(report: dict[str, Any], store: RunStore) -> Any:
+    """The combined demo report: the capability profile across domains first, the wall time
+    per section, then each suite's report (its summary first) as a section."""
+    from voxeval.report.document import Document, Summary, Table, Text
+
+    entries: list[Any] = []
+    sections = []
+    sentences = []
+    verdicts: list[Any] = []
     for sec in report["sections"]:
         suite = REGISTRY.suite(sec["suite"])
-        render = suite.extras.get("render_html_body")
-        title = suite.extras.get("title", sec["suite"])
+        title = str(suite.extras.get("title", sec["suite"]))
         if sec.get("error"):
-            body.append(
-                f"<section><h1 style='margin-top:2.5rem'>{esc(title)}</h1>"
-                f"<p><strong>This section failed:</strong> {esc(sec['error'])}</p></section>"
-            )
+            from voxeval.report.document import Section
+
+            sections.append(Section(title, [Text(f"This section failed: {sec['error']}", "note")]))
+            sentences.append(f"{title}: failed ({sec['error']}).")
             continue
-        body.append(
-            f"<section><h1 style='margin-top:2.5rem'>{esc(title)}</h1>"
-            f"<p class='muted'>run folder <code>{esc(sec['run_dir'])}</code>, {esc(sec.get('seconds'))} s</p>"
+        sub = RunStore.open(store.path / sec["run_dir"])
+        build = suite.extras.get("document")
+        if build is None:
+            continue
+        doc = build(sec["report"], sub)
+        if doc.summary.sentences:
+            sentences.append(f"{title}: {doc.summary.sentences[0]}")
+        verdicts += doc.summary.verdicts
+        if suite.extras.get("profile"):
+            entries += suite.extras["profile"](sec["report"])
+        sections.append(
+            doc.as_section(
+                title,
+                Text(f"run folder {sec['run_dir']}, {sec.get('seconds')} s", "muted"),
+            )
         )
-        if render:
-            body.append(render(sec["report"], RunStore.open(store.path / sec["run_dir"])))
-        body.append("</section>")
-    return page(f"voxeval demo · {report['run_id']}", "".join(body))
+    table, chart = capability_profile(entries)
+    combined = Document(
+        title=f"voxeval demo · {report['run_id']}",
+        summary=Summary(sentences[:5], table, verdicts),
+        meta=f"Demo size: {report.get('size', 'full')}. {_schedule_note(report)}",
+    )
+    if chart is not None:
+        combined.section("Capability profile", chart)
+    combined.section("Wall time per section", Table(list(TIMING_HEADER), timing_rows(report)))
+    combined.sections.extend(sections)
+    return combined
 
 
 DEMO_SUITE = SuiteInfo(
     name="demo",
     description="(internal) combined report of the suites' demos",
     report=build_demo_report,
-    extras={"render_markdown": _render_markdown, "render_html": _render_html, "hidden": True},
+    extras={
+        "document": document,
+        "hidden": True,
+    },
 )

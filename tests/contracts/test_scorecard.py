@@ -73,13 +73,13 @@ def test_gate_json_is_a_gate_record() -> None:
 def test_views_read_the_scorecard() -> None:
     """The duplex views take the Scorecard (report.json's content is validated into one):
     the same page either way, and a report that breaks the contract is refused, not drawn."""
-    from voxeval.suites.duplex.views import render_html_body, render_markdown
+    from voxeval.suites.duplex.views import render_html, render_markdown
 
     doc = _golden("stereo")
     card = Scorecard.model_validate(doc)
     assert render_markdown(card) == render_markdown(doc)
-    assert render_html_body(card) == render_html_body(doc)
-    assert "Full-duplex turn-taking report" in render_markdown(card)
+    assert render_html(card) == render_html(doc)
+    assert render_markdown(card).startswith("# Full-duplex turn-taking")
     doc["systems"][0]["overall"]["rates"]["false_yield_rate"]["k"] = "some"
     with pytest.raises(ValidationError):
         render_markdown(doc)

@@ -130,7 +130,7 @@ def plan_clips(clips: list[tuple[Clip, str]], policy: AudioPolicy, page_bytes: i
         try:
             samples, sr = clip.load()
             data, dur = encode(samples, sr, policy.fmt)
-        except (OSError, RuntimeError, ValueError) as exc:
+        except Exception as exc:  # a clip that cannot be read is left out, with the reason
             plan.left_out[clip.key] = f"unreadable: {exc}"
             continue
         plan.durations[clip.key] = dur

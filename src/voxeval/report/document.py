@@ -77,6 +77,8 @@ class Table:
     left: int = 1
     """How many leading columns are text (left-aligned)."""
     caption: str = ""
+    shade: Sequence[Sequence[float | None]] | None = None
+    """Per cell a score in [0, 1] the HTML colours from red (0) to green (1); None: plain."""
 
 
 @dataclass
@@ -197,6 +199,15 @@ class Document:
         s = Section(title).add(*blocks)
         self.sections.append(s)
         return s
+
+    def as_section(self, title: str, *lead: Block) -> Section:
+        """This document as one section of another (the combined demo report): ``lead``
+        blocks, then the summary (verdicts, sentences, table), then the sections as children."""
+        s = self.summary
+        sec = Section(title).add(*lead, *s.verdicts)
+        sec.add(Sentences(list(s.sentences)) if s.sentences else None, s.table)
+        sec.children.extend(self.sections)
+        return sec
 
     def anchored(self) -> list[Section]:
         """Every section with a unique anchor (set in place), in reading order."""

@@ -121,3 +121,22 @@ def display_names(specs: Sequence[str], limit: int = 32) -> dict[str, str]:
         s: (n if counts[n] == 1 else short_name(s, limit * 2) if "?" not in s else s)
         for s, n in short.items()
     }
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """One cell of a capability profile: a system measured on one dimension of a domain,
+    with its 95 % interval and n; ``unit`` ``""`` means a score or rate on [0, 1]."""
+
+    domain: str
+    system: str
+    dimension: str
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n: int | None = None
+    unit: str = ""
+    higher_is_better: bool = True
+
+
+__all__ += ["ProfileEntry"]

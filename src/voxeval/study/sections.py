@@ -1,4 +1,5 @@
-"""The study report's sections in Markdown and HTML: per eval the ranking with intervals, rater quality, agreement and the dot plot, from the analysis result alone."""
+"""The study report as a document (Markdown and HTML come from it): per eval the ranking with
+intervals, rater quality, agreement and the dot plot, from the analysis result alone."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["dot_plot", "render_html", "render_markdown"]
+__all__ = ["document", "dot_plot", "render_html", "render_markdown", "summary"]
 
 
 CHART_MAX_SYSTEMS = 60
@@ -467,34 +468,64 @@ def _sections(report: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, Any]
     return out
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
-    from voxeval.report.markdown import md_table
+def summary(report: Mapping[str, Any]) -> Any:
+    """Per eval who leads on the rater-controlled mean (no clear leader when the 95 %
+    intervals overlap); the data counts."""
+    from voxeval.report.document import Summary, Table
+    from voxeval.report.summary import Estimate, leader_sentence
 
-    lines = [f"# Rating study analysis ({report.get('run_id', '')})", ""]
+    sentences = []
+    rows = []
+    for ev in report.get("evals", []):
+        if "systems" not in ev:
+            continue
+        ests = []
+        for r in ev["systems"]:
+            b = r.get("rater_controlled") or r.get("mos") or {}
+            ests.append(Estimate(str(r["system"]), b.get("mean"), b.get("ci_lo"), b.get("ci_hi")))
+            rows.append([ev["id"], r["system"], r["n"], _ci(b)])
+        sentences.append(
+            leader_sentence(f"eval {ev['id']} (rater-controlled mean)", ests, lower_is_better=False)
+        )
+    c = report.get("counts", {})
+    sentences.append(
+        f"{c.get('n_ratings')} ratings by {c.get('n_raters')} raters of {c.get('n_items')} items."
+    )
+    table = (
+        Table(["eval", "system", "n", "rater-controlled [95% CI]"], rows, left=2) if rows else None
+    )
+    return Summary(sentences[:5], table)
+
+
+def document(report: Mapping[str, Any], store: Any = None) -> Any:
+    """The study analysis as a ``report.document.Document``."""
+    from voxeval.report.document import Chart, Document, Table, Text
+
+    doc = Document(
+        title=f"Rating study analysis {report.get('run_id', '')}".strip(), summary=summary(report)
+    )
     for heading, parts in _sections(report):
-        lines += [f"## {heading}", ""]
+        sec = doc.section(heading)
         for kind, payload in parts:
             if kind == "p":
-                lines += [str(payload), ""]
+                sec.add(Text(str(payload)))
             elif kind == "table":
-                lines += [md_table(*payload)]
-    return "\n".join(lines)
+                sec.add(Table(*payload))
+            elif kind == "chart":
+                sec.add(Chart(_chart(*payload), text="a dot plot in report.html"))
+    return doc
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    from voxeval.report.render import to_markdown
+
+    return to_markdown(document(report))
 
 
 def render_html(report: Mapping[str, Any], store: Any = None) -> str:
-    from voxeval.report.html import esc, page, table
+    from voxeval.report.render import to_html
 
-    body = []
-    for heading, parts in _sections(report):
-        body.append(f"<h2>{esc(heading)}</h2>")
-        for kind, payload in parts:
-            if kind == "p":
-                body.append(f"<p>{esc(payload)}</p>")
-            elif kind == "table":
-                body.append(table(*payload))
-            elif kind == "chart":
-                body.append(_chart(*payload))
-    return page(f"Rating study analysis {report.get('run_id', '')}", "".join(body))
+    return to_html(document(report, store))
 
 
 def _chart(what: str, data: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ SUITE = SuiteInfo(
     "dimensions and judges vs humans",
     report=_report,
     extras={
-        **lazy_renderers("voxeval.study.sections", ("render_markdown", "render_html")),
+        **lazy_renderers("voxeval.study.sections", ("document", "render_markdown", "render_html")),
         "title": "Rating study",
     },
 )

@@ -16,12 +16,8 @@ from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore
 from voxeval.report.writer import json_safe
 from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.tts.report import (
-    build_report,
-    render_html,
-    render_html_body,
-    render_markdown,
-)
+from voxeval.suites.tts.report import build_report
+from voxeval.suites.tts.views import render_html, render_markdown
 
 EVALS = {
     "drug_doses": {"dimension": "critical_content", "primary": "critical_accuracy",
@@ -291,7 +287,7 @@ def test_instruction_statements(run: tuple[RunStore, dict[str, Any]]) -> None:
     assert a["features"]["energy"]["mean_abs_change"] == pytest.approx(0.5)
     assert a["features"]["rate"]["met"] == 1
     md = render_markdown(json_safe(rep))
-    html = render_html_body(json_safe(rep), None)
+    html = render_html(json_safe(rep), None)
     for text in (md, html):
         assert "sysB: this system ignores style instructions" in text
         assert "sysA: this system ignores" not in text
@@ -381,13 +377,13 @@ def test_no_overall_score_anywhere(run: tuple[RunStore, dict[str, Any]]) -> None
 def test_html_heatmap_players_and_judge(run: tuple[RunStore, dict[str, Any]]) -> None:
     store, rep = run
     html = render_html(json_safe(rep), store)
-    assert "<table class='heatmap'>" in html and "hsl(" in html
+    assert "style='background:hsl(" in html  # the profile table, shaded by score
     # the worst critical item of sysA is c3 (0/1), then c2 (1/3) with its real audio
     worst = [w for w in _sys(rep, "sysA")["worst_items"] if w["kind"] == "critical"]
     assert [w["id"] for w in worst] == ["c3", "c2"]
     assert worst[1]["asr_text"] == "heard c2" and worst[1]["score"] == pytest.approx(1 / 3)
     if shutil.which("espeak-ng"):
-        assert "data:audio/wav;base64," in html
+        assert "data:audio/ogg; codecs=opus;base64," in html
     assert "audio file not found" in html  # c3's audio is missing: said, not a crash
     contrast = [w for w in _sys(rep, "sysB")["worst_items"] if w["kind"] == "contrast"]
     assert {w["id"] for w in contrast} == {"e1", "e2"}
@@ -438,5 +434,5 @@ def test_identical_rebuild_and_human_validation_files(tmp_path: Path) -> None:
     assert any("validation.json could not be read" in n for n in r3["notes"])
     md3 = render_markdown(r3)
     assert "sysA: 3.750 [3.500, 4.000]" in md3 and "0.420" in md3
-    html3 = render_html_body(r3, store)
+    html3 = render_html(r3, store)
     assert "sysA: 3.750 [3.500, 4.000]" in html3

@@ -21,7 +21,14 @@ from voxeval.report.document import (
 )
 from voxeval.report.html import bar_chart, esc, fmt
 from voxeval.report.render import to_html, to_markdown
-from voxeval.report.summary import Estimate, display_names, leader, leader_sentence, short_name
+from voxeval.report.summary import (
+    Estimate,
+    ProfileEntry,
+    display_names,
+    leader,
+    leader_sentence,
+    short_name,
+)
 
 GROUP_HEADERS = [
     "group",
@@ -433,3 +440,38 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
     return to_html(document(report, store))
+
+
+def profile(report: dict[str, Any]) -> list[ProfileEntry]:
+    """ASR's cells of the capability profile: WER overall and per condition (lower is better)."""
+    out = []
+    for s in report["systems"]:
+        name = short_name(s["system"])
+        o = s["overall"]
+        out.append(
+            ProfileEntry(
+                "ASR",
+                name,
+                "WER",
+                o.get("wer"),
+                o.get("ci_lo"),
+                o.get("ci_hi"),
+                o.get("n"),
+                higher_is_better=False,
+            )
+        )
+        for g in s["groups"]:
+            if g["group"] == "condition":
+                out.append(
+                    ProfileEntry(
+                        "ASR",
+                        name,
+                        f"WER {g['name']}",
+                        g.get("wer"),
+                        g.get("ci_lo"),
+                        g.get("ci_hi"),
+                        g.get("n"),
+                        higher_is_better=False,
+                    )
+                )
+    return out

@@ -201,7 +201,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        **lazy_renderers("voxeval.suites.asr.render", DOCUMENT_RENDERERS),
+        **lazy_renderers("voxeval.suites.asr.render", (*DOCUMENT_RENDERERS, "profile")),
         "title": "ASR robustness",
     },
 )

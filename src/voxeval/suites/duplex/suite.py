@@ -76,7 +76,7 @@ SUITE = SuiteInfo(
     demo_priority=True,
     demo_seconds=16.0,
     extras={
-        **lazy_renderers("voxeval.suites.duplex.views", DOCUMENT_RENDERERS),
+        **lazy_renderers("voxeval.suites.duplex.views", (*DOCUMENT_RENDERERS, "profile")),
         "title": "Full-duplex turn-taking",
     },
 )

@@ -13,6 +13,7 @@ from voxeval.core.runstore import RunStore
 from voxeval.report.document import Clip, Document, Players, Section, Table, Text, Timeline
 from voxeval.report.html import fmt, timeline_svg
 from voxeval.report.render import to_html, to_markdown
+from voxeval.report.summary import ProfileEntry, short_name
 from voxeval.suites.duplex.views_bundle import bundle_document
 from voxeval.suites.duplex.views_parts import (
     LAT_HEADERS,
@@ -186,3 +187,52 @@ def _stereo_player(call: SessionCard) -> Players | None:
         [Clip(label="call", key=f"call-{call.id}", load=load, note="user left, agent right")],
         private="a recording (privacy): --audio inline or link includes it",
     )
+
+
+def profile(report: Scorecard | Mapping[str, Any]) -> list[ProfileEntry]:
+    """The duplex cells of the capability profile: turn decisions right (behaviour
+    accuracy), goal completion and the headline response latency P50, with intervals."""
+    from voxeval.suites.duplex.views_summary import headline_latency
+
+    card = as_scorecard(report)
+    out = []
+    for s in card.systems:
+        name = short_name(s.system)
+        o = s.overall
+        acc = o.rates.get("behaviour_accuracy")
+        if acc is not None:
+            out.append(
+                ProfileEntry(
+                    "Duplex",
+                    name,
+                    "turn decisions right",
+                    acc.value,
+                    acc.ci_low,
+                    acc.ci_high,
+                    acc.n,
+                )
+            )
+        goal = o.task.checks.get("goal_completion") if o.task is not None else None
+        if goal is not None:
+            out.append(
+                ProfileEntry(
+                    "Duplex", name, "goal completed", goal.rate, goal.ci_low, goal.ci_high, goal.n
+                )
+            )
+        lat = o.latencies.get(headline_latency(card))
+        if lat is not None:
+            ci = lat.p50_ci or [None, None]
+            out.append(
+                ProfileEntry(
+                    "Duplex",
+                    name,
+                    "response P50",
+                    lat.p50,
+                    ci[0],
+                    ci[1],
+                    given(lat, "n"),
+                    unit="ms",
+                    higher_is_better=False,
+                )
+            )
+    return out

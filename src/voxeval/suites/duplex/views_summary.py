@@ -202,6 +202,20 @@ def _tradeoff(card: Scorecard, a: SystemCard, b: SystemCard) -> str | None:
     return f"{speed} and gets {fw} of {fn} turn decisions wrong ({slower.system}: {sw} of {sn}): it leads on both."
 
 
+def _one_system(card: Scorecard, s: SystemCard) -> str:
+    """What one system did: response P50 and P95, turn decisions right, per-hour rates only
+    above 10 minutes of audio."""
+    name = headline_latency(card)
+    e = s.overall.latencies.get(name) or LatencyEntry()
+    acc = _rate(s.overall, "behaviour_accuracy")
+    parts = [
+        f"{s.system} answers in {_ms(e, e.p50)} ms at the median, {_ms(e, e.p95)} ms at P95 (n {given(e, 'n', 0)})"
+    ]
+    if acc is not None and acc.n:
+        parts.append(f"gets {acc.n - (acc.k or 0)} of {acc.n} turn decisions wrong")
+    return "; ".join(parts) + "."
+
+
 def _failure_sentence(card: Scorecard) -> str | None:
     fs = given(card, "failure_summary") or {}
     n = int(fs.get("n") or 0)
@@ -217,6 +231,14 @@ def duplex_summary(card: Scorecard) -> Summary:
     """The summary block: verdicts (brief), 3-5 sentences, the headline table."""
     verdicts = [gate_verdict(s.system, s.gate, brief=True) for s in card.systems if s.gate]
     sentences: list[str] = []
+    if len(card.systems) == 1:
+        sentences.append(_one_system(card, card.systems[0]))
+    if len(card.systems) >= 2:
+        first = card.systems[0]
+        for other in card.systems[1:]:
+            said = _tradeoff(card, first, other)
+            if said:
+                sentences.append(said)
     ev = card.evidence
     level = ev.level or "not derived"
     sentences.append(
@@ -229,12 +251,6 @@ def duplex_summary(card: Scorecard) -> Summary:
             else "gates are decided at this level."
         )
     )
-    if len(card.systems) >= 2:
-        first = card.systems[0]
-        for other in card.systems[1:]:
-            said = _tradeoff(card, first, other)
-            if said:
-                sentences.append(said)
     failing: list[str] = []
     for s in card.systems:
         if s.gate is None:

@@ -85,7 +85,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        **lazy_renderers("voxeval.suites.su.views", DOCUMENT_RENDERERS),
+        **lazy_renderers("voxeval.suites.su.views", (*DOCUMENT_RENDERERS, "profile")),
         "title": "Speech understanding",
     },
 )

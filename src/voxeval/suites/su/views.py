@@ -11,9 +11,15 @@ from voxeval.core.runstore import RunStore
 from voxeval.report.document import Document, Section, Summary, Table, Text
 from voxeval.report.html import fmt
 from voxeval.report.render import to_html, to_markdown
-from voxeval.report.summary import Estimate, display_names, leader_sentence
+from voxeval.report.summary import (
+    Estimate,
+    ProfileEntry,
+    display_names,
+    leader_sentence,
+    short_name,
+)
 
-__all__ = ["document", "render_html", "render_markdown", "summary"]
+__all__ = ["document", "profile", "render_html", "render_markdown", "summary"]
 
 TASK_HEADERS = ["system", "kind", "accuracy", "95% CI", "n", "unparseable", "failed", "AUC", "EER"]
 
@@ -28,6 +34,7 @@ def summary(report: dict[str, Any]) -> Summary:
     names = display_names([s["system"] for s in report["systems"]])
     sentences = []
     rows = []
+    unmeasured: list[str] = []
     for t in report["tasks"]:
         blocks = [(s, s["tasks"].get(t["task"])) for s in report["systems"]]
         blocks = [(s, b) for s, b in blocks if b]
@@ -35,6 +42,9 @@ def summary(report: dict[str, Any]) -> Summary:
             Estimate(names[s["system"]], b.get("accuracy"), b.get("ci_lo"), b.get("ci_hi"))
             for s, b in blocks
         ]
+        if not any(e.usable for e in ests):
+            unmeasured.append(t["title"])
+            continue
         sentences.append(leader_sentence(f"{t['title']} accuracy", ests, lower_is_better=False))
         specs = [
             (s, b) for s, b in blocks if s["kind"] == "specialist" and b.get("accuracy") is not None
@@ -65,6 +75,8 @@ def summary(report: dict[str, Any]) -> Summary:
                     b.get("n"),
                 ]
             )
+    if unmeasured:
+        sentences.append(f"Nothing measured on: {', '.join(unmeasured)}.")
     return Summary(
         sentences[:5],
         Table(["task", "system", "kind", "accuracy", "95% CI", "n"], rows, left=3),
@@ -158,3 +170,21 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
     return to_html(document(report, store))
+
+
+def profile(report: dict[str, Any]) -> list[ProfileEntry]:
+    """SU's cells of the capability profile: accuracy per task (Wilson intervals)."""
+    return [
+        ProfileEntry(
+            "SU",
+            short_name(s["system"]),
+            f"{t['title']} accuracy",
+            b.get("accuracy"),
+            b.get("ci_lo"),
+            b.get("ci_hi"),
+            b.get("n"),
+        )
+        for t in report["tasks"]
+        for s in report["systems"]
+        if (b := s["tasks"].get(t["task"]))
+    ]

@@ -14,7 +14,7 @@ from voxeval.core.errors import InputError, ManifestError
 from voxeval.core.items import Item
 from voxeval.core.manifests import select_subset
 from voxeval.core.records import Record
-from voxeval.core.registry import SuiteInfo, lazy_renderers
+from voxeval.core.registry import DOCUMENT_RENDERERS, SuiteInfo, lazy_renderers
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.suites.tts.metrics import METRICS_VERSION
 from voxeval.suites.tts.runner import DEFAULT_ASR, DEFAULT_TIMEOUT_S, Models, Unit, run_units
@@ -507,7 +507,7 @@ SUITE = SuiteInfo(
     report=build_report,
     paired_units=paired_units,
     extras={
-        **lazy_renderers("voxeval.suites.tts.report"),
+        **lazy_renderers("voxeval.suites.tts.views", (*DOCUMENT_RENDERERS, "profile")),
         "title": "Text-to-speech",
     },
 )
