@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from voxeval.stats.comparison import quantile_difference, rate_difference
 from voxeval.stats.intervals import newcombe_diff
@@ -74,3 +75,28 @@ def test_quantile_bounds_hold_the_quantile_and_stay_finite_at_large_n() -> None:
     assert 4700 < lo < 4750 < hi < 4800
     lo5, hi5 = quantile_bounds([100.0, 200.0, math.inf, math.inf, math.inf], 0.5)
     assert lo5 == -math.inf and hi5 == math.inf  # five values cannot bound a median at 95 %
+
+
+# --------------------------------------------------------------------------- exact paired p
+
+
+def test_paired_p_is_exact_for_few_units_with_its_smallest_attainable_value() -> None:
+    from voxeval.stats.intervals import paired_bootstrap_ratio_diff
+
+    # four items, A always worse: the bootstrap said p = 0.008; 4 units can give p >= 2/16
+    d = paired_bootstrap_ratio_diff([1, 2, 3, 4], [10] * 4, [0] * 4, [10] * 4)
+    assert d.p_method == "exact permutation" and d.units == 4
+    assert d.p_value == pytest.approx(2 / 16) and d.p_min == pytest.approx(2 / 16)
+    # by hand: swapping one unit of six (A = 1 error in every unit of 10 words, B = 0)
+    # every swap pattern with the same number of A-labelled units gives the same |diff|
+    d6 = paired_bootstrap_ratio_diff([1] * 6, [10] * 6, [0] * 6, [10] * 6)
+    assert d6.p_value == pytest.approx(2 / 64)
+    # no difference at all: p = 1
+    assert paired_bootstrap_ratio_diff([1, 2], [10, 10], [1, 2], [10, 10]).p_value == 1.0
+    # one shared item: neither an interval nor a p, said so
+    one = paired_bootstrap_ratio_diff([6], [10], [0], [10])
+    assert math.isnan(one.ci_lo) and math.isnan(one.p_value) and one.diff == pytest.approx(0.6)
+    assert one.p_method.startswith("not estimable")
+    # above 12 units the bootstrap p is used
+    many = paired_bootstrap_ratio_diff([1] * 13, [10] * 13, [0] * 13, [10] * 13)
+    assert many.p_method == "bootstrap" and many.p_min is None

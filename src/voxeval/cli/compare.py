@@ -22,10 +22,14 @@ from voxeval.cli.common import print_result_path, results_out_option
     "recovery cases).",
 )
 def compare(run_a: Path, run_b: Path, out: Path, seed: int, metric: str | None) -> None:
-    """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems pairwise)."""
-    from voxeval.report.compare import compare_runs, render_compare_markdown, write_compare
+    """Paired per-item differences A - B with bootstrap CIs (same run twice: its systems
+    pairwise); p exact (permutation) for 12 units or fewer. Prints the summary table and
+    writes compare.json, compare.md and compare.html."""
+    from voxeval.report.compare import compare_runs, render_compare_text, write_compare
     from voxeval.report.writer import json_safe
 
     result = compare_runs(run_a, run_b, seed=seed, metric=metric)
-    click.echo(render_compare_markdown(json_safe(result)), err=True)
-    print_result_path(write_compare(result, out))
+    click.echo(render_compare_text(json_safe(result)), err=True)
+    path = write_compare(result, out)
+    click.echo(f"html: {path / 'compare.html'}", err=True)
+    print_result_path(path)

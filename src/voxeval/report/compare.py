@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,9 @@ def compare_runs(
         "comparisons": comparisons,
         "method": "difference A - B of a ratio of sums over shared items; 95 % paired "
         "bootstrap CI (same resample for both arms; clusters = speakers, an item without a "
-        "speaker is its own cluster); two-sided bootstrap p-value (0 means < 1/1000 draws)",
+        "speaker is its own cluster); p: exact permutation over the 2^k swaps of A and B "
+        "within units for 12 units or fewer (with the smallest p k units can give), else "
+        "two-sided bootstrap (0 means < 1/1000 draws); one unit: no CI and no p",
     }
 
 
@@ -96,6 +99,9 @@ def _compare_units(
             "ci_lo": d.ci_lo,
             "ci_hi": d.ci_hi,
             "p_value": d.p_value,
+            "p_method": d.p_method,
+            "p_min": d.p_min,
+            "units": d.units,
             "n": d.n,
         }
 
@@ -128,47 +134,150 @@ def _compare_units(
     }
 
 
-def render_compare_markdown(result: dict[str, Any]) -> str:
-    from voxeval.report.markdown import md_table
+HEADERS = ["group", "name", "A", "B", "A - B", "95% CI", "p", "units", "n"]
 
-    lines = [
-        f"# Compare {result['run_a']} (A) vs {result['run_b']} (B)\n",
-        f"Metric `{result['metric']}` ({'lower' if result['lower_is_better'] else 'higher'} is better). "
-        f"{result['method']}.\n",
-    ]
-    headers = ["group", "name", "A", "B", "A - B", "95% CI", "p", "n"]
-    for c in result["comparisons"]:
-        lines.append(f"\n## A: {c['system_a']} vs B: {c['system_b']}\n")
-        lines.append(
-            f"{c['n_shared']} shared items (only in A: {c['only_a']}, only in B: {c['only_b']}); "
-            f"CI resamples {c['ci_unit']}s.\n"
+
+def _p_text(g: dict[str, Any]) -> str:
+    p = g.get("p_value")
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "not estimable"
+    if g.get("p_method") == "exact permutation":
+        return f"{p:.4g} exact (min {g.get('p_min'):.3g})"
+    return f"{p:.4g}"
+
+
+def _ci_text(g: dict[str, Any]) -> str:
+    lo, hi = g.get("ci_lo"), g.get("ci_hi")
+    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
+        return "not estimable (one unit)" if g.get("units") == 1 else "–"
+    return f"[{lo:.4f}, {hi:.4f}]"
+
+
+def _rows(c: dict[str, Any]) -> list[list[Any]]:
+    out = []
+    for g in ([{"group": "overall", "name": "all", **c["overall"]}] if c["overall"] else []) + c[
+        "groups"
+    ]:
+        out.append(
+            [
+                g["group"],
+                g["name"],
+                g["a"],
+                g["b"],
+                g["diff"],
+                _ci_text(g),
+                _p_text(g),
+                g.get("units"),
+                g["n"],
+            ]
         )
-        rows = []
-        for g in (
-            [{"group": "overall", "name": "all", **c["overall"]}] if c["overall"] else []
-        ) + c["groups"]:
-            rows.append(
-                [
-                    g["group"],
-                    g["name"],
-                    g["a"],
-                    g["b"],
-                    g["diff"],
-                    f"[{g['ci_lo']:.4f}, {g['ci_hi']:.4f}]" if g["ci_lo"] is not None else "–",
-                    g["p_value"],
-                    g["n"],
-                ]
+    return out
+
+
+def _finding(result: dict[str, Any], c: dict[str, Any]) -> str:
+    """One sentence per pairing: who is better overall, or that the interval includes 0."""
+    o = c.get("overall")
+    if not o:
+        return f"{c['system_a']} vs {c['system_b']}: no shared items."
+    lo, hi = o.get("ci_lo"), o.get("ci_hi")
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return (
+            f"{c['system_a']} vs {c['system_b']}: A - B = {o['diff']:.4f} on {o['n']} shared "
+            f"item(s) in {o.get('units')} unit(s): too few to tell (no interval, no p)."
+        )
+    p = _p_text(o)
+    if lo <= 0 <= hi:
+        return (
+            f"{c['system_a']} vs {c['system_b']}: no clear difference (A - B = {o['diff']:.4f}, "
+            f"95 % CI [{lo:.4f}, {hi:.4f}] includes 0; p {p}; {o['n']} items)."
+        )
+    if o.get("p_method") == "exact permutation" and float(o["p_value"]) > 0.05:
+        return (
+            f"{c['system_a']} vs {c['system_b']}: A - B = {o['diff']:.4f}, 95 % CI "
+            f"[{lo:.4f}, {hi:.4f}], but the exact p is {p} with {o.get('units')} units: too "
+            "few units to call a winner."
+        )
+    lower_better = bool(result["lower_is_better"])
+    a_better = (o["diff"] < 0) == lower_better
+    better = c["system_a"] if a_better else c["system_b"]
+    return (
+        f"{better} is better on {result['metric']}: A - B = {o['diff']:.4f} "
+        f"[{lo:.4f}, {hi:.4f}], p {p}, {o['n']} items."
+    )
+
+
+def compare_document(result: dict[str, Any]) -> Any:
+    """The comparison as a report document: one sentence per pairing first, then per pairing
+    the table overall and per group, and the items that differ most."""
+    from voxeval.report.document import Document, Summary, Table, Text
+
+    doc = Document(
+        title=f"Compare {result['run_a']} (A) vs {result['run_b']} (B)",
+        summary=Summary([_finding(result, c) for c in result["comparisons"]][:5]),
+        meta=f"Metric {result['metric']} ({'lower' if result['lower_is_better'] else 'higher'} "
+        "is better)",
+    )
+    doc.section("Method", Text(f"{result['method']}."))
+    for c in result["comparisons"]:
+        sec = doc.section(
+            f"A: {c['system_a']} vs B: {c['system_b']}",
+            Text(
+                f"{c['n_shared']} shared items (only in A: {c['only_a']}, only in B: "
+                f"{c['only_b']}); CI resamples {c['ci_unit']}s."
+            ),
+            Table(HEADERS, _rows(c), left=2),
+        )
+        items = c.get("largest_item_differences") or []
+        if items:
+            sec.sub(
+                "Largest item differences",
+                Table(
+                    ["item", "A", "B", "errors A - B"],
+                    [[r["id"], r["a"], r["b"], r["diff_errors"]] for r in items],
+                ),
             )
-        lines.append(md_table(headers, rows))
-    return "\n".join(lines)
+    return doc
+
+
+def render_compare_markdown(result: dict[str, Any]) -> str:
+    from voxeval.report.render import to_markdown
+
+    return to_markdown(compare_document(result))
+
+
+def render_compare_text(result: dict[str, Any]) -> str:
+    """The paired summary for a terminal: per pairing its finding and an aligned table."""
+    out = []
+    for c in result["comparisons"]:
+        out.append(_finding(result, c))
+        rows = [[_cell(v) for v in r] for r in _rows(c)]
+        widths = (
+            [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)] if rows else []
+        )
+        if rows:
+            out.append("  " + "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)))
+            out += [
+                "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows
+            ]
+        out.append("")
+    return "\n".join(out)
+
+
+def _cell(v: Any) -> str:
+    from voxeval.report.html import fmt
+
+    return fmt(v, 4) if isinstance(v, float) else str(v)
 
 
 def write_compare(result: dict[str, Any], out: str | Path) -> Path:
-    """Write ``compare.json`` and ``compare.md`` into ``out/<compare_id>/``."""
+    """Write ``compare.json``, ``compare.md`` and ``compare.html`` into ``out/<compare_id>/``."""
+    from voxeval.report.render import to_html
     from voxeval.report.writer import json_safe
 
     path = Path(out) / new_run_id("compare")
     path.mkdir(parents=True)
-    (path / "compare.json").write_text(json.dumps(json_safe(result), indent=2), encoding="utf-8")
-    (path / "compare.md").write_text(render_compare_markdown(json_safe(result)), encoding="utf-8")
+    safe = json_safe(result)
+    (path / "compare.json").write_text(json.dumps(safe, indent=2), encoding="utf-8")
+    (path / "compare.md").write_text(render_compare_markdown(safe), encoding="utf-8")
+    (path / "compare.html").write_text(to_html(compare_document(safe)), encoding="utf-8")
     return path

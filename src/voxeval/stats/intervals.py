@@ -60,8 +60,12 @@ def bootstrap_ratio_ci(
 class PairedDiff:
     """``a - b`` for a ratio-of-sums metric on the same units, with a paired bootstrap CI.
 
-    ``p_value`` is the two-sided bootstrap p (share of resampled differences on the other
-    side of zero, doubled, capped at 1); ``n`` is the number of paired units.
+    ``p_value``: with at most ``EXACT_MAX_UNITS`` resampling units, the exact two-sided
+    permutation p (every one of the 2**k swaps of A and B within units; the share whose
+    |difference| reaches the observed one), ``p_min`` the smallest p that k units can give
+    (2 / 2**k); with more, the two-sided bootstrap p (share of resampled differences on the
+    other side of zero, doubled, capped at 1). ``n`` is the number of paired items, ``units``
+    the number of resampling units (clusters). Fewer than two units: no CI and no p (NaN).
     """
 
     a: float
@@ -71,6 +75,9 @@ class PairedDiff:
     ci_hi: float
     p_value: float
     n: int
+    units: int = 0
+    p_method: str = "bootstrap"
+    p_min: float | None = None
 
 
 def paired_bootstrap_ratio_diff(
@@ -107,7 +114,8 @@ def paired_bootstrap_ratio_diff(
         k = na.size
         sums = [na, da, nb, db]
     if k < 2:
-        return PairedDiff(a, b, a - b, a - b, a - b, math.nan, int(na.size))
+        nan = math.nan
+        return PairedDiff(a, b, a - b, nan, nan, nan, int(na.size), k, "not estimable (one unit)")
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, k, size=(n_boot, k))
     bna, bda, bnb, bdb = (s[draws].sum(axis=1) for s in sums)
@@ -115,11 +123,38 @@ def paired_bootstrap_ratio_diff(
     diffs = bna[ok] / bda[ok] - bnb[ok] / bdb[ok]
     lo, hi = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
     diff = a - b
+    if k <= EXACT_MAX_UNITS:
+        p = exact_swap_p(*sums)
+        return PairedDiff(
+            a, b, diff, float(lo), float(hi), p, int(na.size), k, "exact permutation", 2.0 / 2**k
+        )
     if diff == 0 and np.all(diffs == 0):
         p = 1.0
     else:
         p = float(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
-    return PairedDiff(a, b, diff, float(lo), float(hi), p, int(na.size))
+    return PairedDiff(a, b, diff, float(lo), float(hi), p, int(na.size), k)
+
+
+EXACT_MAX_UNITS = 12
+"""Up to this many resampling units a paired p is exact (2**12 = 4096 swaps)."""
+
+
+def exact_swap_p(na: np.ndarray, da: np.ndarray, nb: np.ndarray, db: np.ndarray) -> float:
+    """Exact two-sided permutation p of ``sum(na)/sum(da) - sum(nb)/sum(db)`` over units:
+    under no difference, A and B are exchangeable within each unit, so each of the 2**k
+    swap patterns is equally likely; p = share of patterns whose |difference| is at least
+    the observed one (the observed pattern and its mirror included, so p >= 2 / 2**k)."""
+    k = len(na)
+    flips = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(bool)
+    sa_n = np.where(flips, nb, na).sum(axis=1)
+    sa_d = np.where(flips, db, da).sum(axis=1)
+    sb_n = np.where(flips, na, nb).sum(axis=1)
+    sb_d = np.where(flips, da, db).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = sa_n / sa_d - sb_n / sb_d
+    observed = abs(float(stats[0]))
+    valid = np.isfinite(stats)
+    return float(np.mean(np.abs(stats[valid]) >= observed - 1e-12))
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -273,8 +273,8 @@ def test_compare_two_runs(tmp_path: Path, data_dir: Path) -> None:
             ["asr", "run", "-m", str(m), "-s", spec, "--out", str(tmp_path / "r"), "--no-progress"]
         )
         runs.append(out.strip().splitlines()[-1])
-    code, out, _ = _run(["compare", runs[0], runs[1], "--out", str(tmp_path / "cmp")])
-    assert code == 0
+    code, out, err = _run(["compare", runs[0], runs[1], "--out", str(tmp_path / "cmp")])
+    assert code == 0, err
     cmp_dir = Path(out.strip().splitlines()[-1])
     result = json.loads((cmp_dir / "compare.json").read_text())
     (c,) = result["comparisons"]
@@ -282,6 +282,16 @@ def test_compare_two_runs(tmp_path: Path, data_dir: Path) -> None:
     o = c["overall"]
     assert abs(o["diff"] - (o["a"] - o["b"])) < 1e-12 and o["ci_lo"] <= o["diff"] <= o["ci_hi"]
     assert c["ci_unit"] == "speaker"
+    # few speakers: the p is exact, with the smallest p that many units can give
+    assert o["units"] <= 12 and o["p_method"] == "exact permutation"
+    assert o["p_min"] == 2 / 2 ** o["units"] and o["p_value"] >= o["p_min"]
+    # one-unit groups give no interval and no p, and say so
+    one = [g for g in c["groups"] if g["units"] == 1]
+    assert all(g["ci_lo"] is None and g["p_value"] is None for g in one)
+    # the terminal shows the summary table, and compare.html is written beside the JSON
+    assert "exact (min" in err and "A - B" in err
+    html = (cmp_dir / "compare.html").read_text()
+    assert "id='summary'" in html and "<nav class='toc'>" in html
 
 
 def test_process_executor_gives_same_records_and_load_info(tmp_path: Path, data_dir: Path) -> None:
