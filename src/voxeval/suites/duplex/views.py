@@ -22,6 +22,7 @@ from voxeval.suites.duplex.views_parts import (
     detector_line,
     given,
     latency_rows,
+    ms,
     rate_rows,
 )
 
@@ -131,21 +132,29 @@ def _call_section(call: SessionCard, store: RunStore | None) -> Section:
             e["id"],
             e["kind"],
             e["onset_s"],
-            e.get("stop_ms"),
+            ms(e.get("stop_ms")),
             e.get("observed_action"),
             ", ".join(e.get("expected_actions") or []),
             e["outcome"],
         ]
         for e in events
     ]
+    context = {x["id"]: x.get("context") for x in given(call, "takeovers", []) or []}
+
+    def took_over(t: dict[str, Any], where: str) -> str:
+        return "yes" if any(context.get(x) == where for x in t.get("takeovers") or []) else ""
+
+    # the same split as the rates: a takeover in a pause is premature (premature_takeover_rate),
+    # one while the user was speaking is talk-over (talk_over_rate)
     turn_rows = [
         [
             t["id"],
             t["onset_s"],
             t["end_s"],
-            t.get("response_latency_ms"),
+            ms(t.get("response_latency_ms")),
             "censored" if t.get("censored") else "",
-            "yes" if t.get("premature_takeover") else "",
+            took_over(t, "pause"),
+            took_over(t, "speech"),
         ]
         for t in turns
     ]
@@ -153,7 +162,18 @@ def _call_section(call: SessionCard, store: RunStore | None) -> Section:
     sec.add(
         _stereo_player(call),
         Timeline(svg, text=f"timeline of {call.id}"),
-        Table(["turn", "onset s", "end s", "latency ms", "", "premature takeover"], turn_rows),
+        Table(
+            [
+                "turn",
+                "onset s",
+                "end s",
+                "latency ms",
+                "",
+                "premature takeover (in a pause)",
+                "talk-over (user speaking)",
+            ],
+            turn_rows,
+        ),
         Table(["overlap", "kind", "onset s", "stop ms", "observed", "expected", "outcome"], rows)
         if rows
         else None,

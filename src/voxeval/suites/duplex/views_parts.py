@@ -59,6 +59,10 @@ def _ci(lo: Any, hi: Any) -> str:
     return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
+PER_HOUR_MIN_MINUTES = 10
+"""Below this much session audio the views withhold events-per-hour rates."""
+
+
 def _rate_note(e: RateEntry) -> str:
     """The definition cell: the per-hour rate (with the hours it is over) and the count of
     cases that could not be assessed, when the report gives them, then the definition."""
@@ -66,11 +70,17 @@ def _rate_note(e: RateEntry) -> str:
     if given(e, "per_hour", ...) is not ...:
         hours = float(given(e, "hours") or 0.0)
         per_hour = given(e, "per_hour")
-        parts.append(
-            f"per hour: {fmt(per_hour)} ({given(e, 'k', 0)} in {hours:.3f} h of session audio)"
-            if per_hour is not None
-            else f"per hour: – (n = 0; {hours:.3f} h of session audio)"
-        )
+        if hours * 60 < PER_HOUR_MIN_MINUTES:
+            parts.append(
+                f"per hour: withheld ({hours * 60:.1f} min of audio < {PER_HOUR_MIN_MINUTES} "
+                "min: an hourly rate would extrapolate a few events)"
+            )
+        else:
+            parts.append(
+                f"per hour: {fmt(per_hour)} ({given(e, 'k', 0)} in {hours:.3f} h of session audio)"
+                if per_hour is not None
+                else f"per hour: – (n = 0; {hours:.3f} h of session audio)"
+            )
     if given(e, "not_assessable", ...) is not ...:
         parts.append(f"not assessable: {given(e, 'not_assessable')} (counted apart)")
     parts.append(str(e.definition or ""))
