@@ -239,7 +239,7 @@ def test_a_virtual_run_carries_the_self_check(tmp_path: Path) -> None:
     assert "## Harness self-check" in md
     assert "virtual clock: frames are exact, pacing not applicable" in md
     assert "Harness-added latency (in_process, virtual clock" in md
-    assert "<h2>Harness self-check</h2>" in html
+    assert "<h2 id='harness-self-check'>Harness self-check</h2>" in html
 
 
 def test_a_socket_run_measures_pacing_and_loopback_latency(tmp_path: Path) -> None:
