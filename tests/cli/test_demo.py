@@ -69,7 +69,11 @@ def test_demo_writes_combined_report(demo: Demo) -> None:
     assert lanes["duplex"] == "main" and lanes["su"] == "low priority (SCHED_IDLE)"
     assert info["runs"]["su"]["started_s"] < info["runs"]["duplex"]["seconds"]
     assert info["seconds"] < sum(r["seconds"] for r in info["runs"].values())
-    assert "ASR robustness" in html and "<svg" in html and "data:audio/ogg; codecs=opus;base64," in html
+    assert (
+        "ASR robustness" in html
+        and "<svg" in html
+        and "data:audio/ogg; codecs=opus;base64," in html
+    )
     assert "Full-duplex" in html and "Text-to-speech" in html
 
 
