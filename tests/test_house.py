@@ -197,10 +197,21 @@ def test_every_late_binding_names_a_real_attribute() -> None:
     assert not missing, f"names that do not resolve: {missing}"
 
 
-SMALL_PACKAGES = ("suites/duplex", "reference", "study", "contracts")
+SMALL_PACKAGES = (
+    "suites/duplex",
+    "suites/asr",
+    "suites/tts",
+    "suites/su",
+    "reference",
+    "study",
+    "contracts",
+    "report",
+    "stats",
+    "core",
+)
 MAX_MODULE_LINES = 850
-"""About 800 lines: a module one reads in a sitting (the duplex wing, the reference agent and
-rating studies are held to it; the rest of the tree follows in later issues)."""
+"""About 800 lines: a module one reads in a sitting (every package but ``systems``, whose
+Realtime client the transports issue splits, is held to it)."""
 
 
 def test_modules_of_the_duplex_wing_stay_small() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,18 +246,6 @@ def write_wav(path: str | Path, audio: Audio) -> None:
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), np.clip(audio.samples, -1.0, 1.0), audio.sr, subtype="PCM_16")
-
-
-def wav_data_uri(audio: Audio, max_seconds: float = 30.0, sr: int = 16_000) -> str:
-    """A ``data:audio/wav;base64,...`` URI (mono 16-bit, resampled, truncated) for HTML players."""
-    import soundfile as sf
-
-    a = resample(audio, sr)
-    buf = io.BytesIO()
-    sf.write(
-        buf, np.clip(a.samples[: int(max_seconds * sr)], -1, 1), sr, format="WAV", subtype="PCM_16"
-    )
-    return "data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def rms_dbfs(samples: np.ndarray) -> float:

@@ -1,6 +1,6 @@
-"""Self-contained HTML building blocks: page, tables, inline SVG charts, audio players.
+"""Self-contained HTML building blocks: page, tables, inline SVG charts (audio: ``clips.py``).
 
-Nothing here references the network: styles are inline, charts are SVG, audio is a data URI.
+Nothing here references the network: styles are inline, charts are SVG.
 """
 
 from __future__ import annotations
@@ -82,10 +82,6 @@ class Raw:
 
     def __init__(self, html_text: str) -> None:
         self.html = html_text
-
-
-def audio_player(data_uri: str) -> str:
-    return f"<audio controls preload='none' src='{data_uri}'></audio>"
 
 
 def bar_chart(

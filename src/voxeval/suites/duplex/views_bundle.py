@@ -330,6 +330,28 @@ def _slice_blocks(f: dict[str, Any]) -> list[Any]:
     return [head, chain, gates]
 
 
+def _systems_blocks(card: Scorecard) -> list[Any]:
+    """The systems under test: spec, versions and configuration (the baseline comparison
+    diffs these)."""
+    import json
+
+    systems = (given(card, "composition") or {}).get("systems") or {}
+    rows = []
+    for spec, info in systems.items():
+        for config in info.get("configs") or [{}]:
+            text = json.dumps(config, sort_keys=True, ensure_ascii=False)
+            rows.append(
+                [
+                    spec,
+                    ", ".join(info.get("versions") or []) or "–",
+                    text[:400] + ("…" if len(text) > 400 else ""),
+                ]
+            )
+    if not rows:
+        return [Text("No system configuration recorded.", "muted")]
+    return [Table(["system", "versions", "configuration"], rows, left=3)]
+
+
 def _composition_blocks(card: Scorecard) -> list[Any]:
     comp = given(card, "composition") or {}
     cats = comp.get("categories") or {}
@@ -465,6 +487,7 @@ def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
         Text(detector_line(card)),
         *(Text(n, "note") for n in given(card, "detector_notes") or []),
     )
+    doc.section("Systems under test", *_systems_blocks(card))
     wc = given(card, "what_changed")
     doc.section(
         "What changed against the baseline",

@@ -190,15 +190,6 @@ MARKER_COLOURS = {
 }
 
 
-def evidence_line(card: Scorecard) -> str:
-    ev = card.evidence
-    counts = ", ".join(f"{k}: {v}" for k, v in (given(ev, "counts") or {}).items()) or "none"
-    return (
-        f"Evidence level of the run: **{ev.level or 'none'}** (weakest session; "
-        f"sessions per level: {counts}). {given(ev, 'note', '')}"
-    )
-
-
 def bundle_latency_rows(overall: Overall) -> list[list[Any]]:
     """``latency_rows`` plus the P95 interval and where the pairs come from."""
     rows = latency_rows(overall)
