@@ -346,7 +346,7 @@ def capability_profile(entries: list[Any]) -> tuple[Any, Any]:
         Chart(
             bar_chart(cats, series, x_label="score, rate or WER on [0, 1] (95 % CI)"),
             caption="Every [0, 1] dimension of every system (WER: lower is better)",
-            text="the table above holds the same numbers",
+            text="the table above holds the numbers",
         )
         if cats
         else None
@@ -391,11 +391,9 @@ def document(report: dict[str, Any], store: RunStore) -> Any:
     table, chart = capability_profile(entries)
     combined = Document(
         title=f"voxeval demo · {report['run_id']}",
-        summary=Summary(sentences[:5], table, verdicts),
+        summary=Summary(sentences[:5], table, verdicts, chart),
         meta=f"Demo size: {report.get('size', 'full')}. {_schedule_note(report)}",
     )
-    if chart is not None:
-        combined.section("Capability profile", chart)
     combined.section("Wall time per section", Table(list(TIMING_HEADER), timing_rows(report)))
     combined.sections.extend(sections)
     return combined

@@ -4,6 +4,7 @@ test reads, the combined report, and a failing suite recorded while the others r
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -75,6 +76,19 @@ def test_demo_writes_combined_report(demo: Demo) -> None:
         and "data:audio/ogg; codecs=opus;base64," in html
     )
     assert "Full-duplex" in html and "Text-to-speech" in html
+    # the first screen: the two agents' recommendations, a sentence per domain, then one
+    # capability profile across domains (table and picture), before the contents
+    summary = html[html.index("id='summary'") : html.index("<nav class='toc'>")]
+    assert summary.count("class='verdict ") == 2 and "reference:naive" in summary
+    for domain in ("ASR", "Duplex", "TTS", "SU"):
+        assert f"<td class='l'>{domain}</td>" in summary
+    assert "<svg" in summary and "turn decisions wrong" in summary
+    assert (
+        md.index("## Summary")
+        < md.index("| domain | system | dimension |")
+        < md.index("## Wall time")
+    )
+    assert "<audio" in html and os.path.getsize(demo.folder / "report.html") <= 3_000_000
 
 
 @pytest.mark.slow

@@ -160,3 +160,14 @@ def test_private_clips_are_left_out_unless_asked_for(tmp_path: Path) -> None:
 def test_a_silent_clip_still_encodes() -> None:
     data, dur = encode(np.zeros(16000, dtype=np.float32), 16000)
     assert data[:4] == b"OggS" and abs(dur - 1.0) < 1e-6
+
+
+def test_a_new_rendering_removes_the_clips_an_earlier_one_linked(tmp_path: Path) -> None:
+    from voxeval.report.render import write_document
+
+    clips = _speech_clips(2)
+    write_document(_doc(clips), tmp_path, AudioPolicy(mode="link", out_dir=tmp_path))
+    assert len(list((tmp_path / "report_audio").iterdir())) == 2
+    paths = write_document(_doc(clips), tmp_path, AudioPolicy(mode="none", out_dir=tmp_path))
+    assert not list((tmp_path / "report_audio").iterdir())
+    assert "<audio" not in paths["html"].read_text()

@@ -184,6 +184,8 @@ class Summary:
     sentences: list[str]
     table: Table | None = None
     verdicts: list[Verdict] = field(default_factory=list)
+    chart: Chart | None = None
+    """A picture of the headline table (the demo's capability profile)."""
 
 
 @dataclass
@@ -205,7 +207,7 @@ class Document:
         blocks, then the summary (verdicts, sentences, table), then the sections as children."""
         s = self.summary
         sec = Section(title).add(*lead, *s.verdicts)
-        sec.add(Sentences(list(s.sentences)) if s.sentences else None, s.table)
+        sec.add(Sentences(list(s.sentences)) if s.sentences else None, s.table, s.chart)
         sec.children.extend(self.sections)
         return sec
 

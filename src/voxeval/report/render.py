@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from voxeval.report.clips import AudioPolicy, ClipPlan, plan_clips
+from voxeval.report.clips import CLIP_DIR, AudioPolicy, ClipPlan, plan_clips
 from voxeval.report.document import (
     Block,
     Chart,
@@ -90,6 +90,8 @@ def _md_summary(s: Summary) -> list[str]:
     out += [*(f"- {x}" for x in s.sentences), ""]
     if s.table is not None:
         out += _md_block(s.table, None)
+    if s.chart is not None:
+        out += _md_block(s.chart, None)
     return out
 
 
@@ -251,6 +253,8 @@ def to_html_body(doc: Document, policy: AudioPolicy | None = None) -> tuple[str,
             parts.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in s.sentences) + "</ul>")
         if s.table is not None:
             parts.append(_html_block(s.table, plan))
+        if s.chart is not None:
+            parts.append(_html_block(s.chart, plan))
         if clips:
             parts.append(f"<p class='muted'>{esc(plan.summary())}</p>")
         parts.append("</section>")
@@ -360,6 +364,11 @@ def write_document(
 ) -> dict[str, Path]:
     """report.md and report.html of ``doc`` in ``out_dir`` (linked clips beside them)."""
     policy = policy or AudioPolicy(out_dir=out_dir)
+    stale = out_dir / CLIP_DIR
+    if stale.is_dir():  # clips of an earlier rendering: this one writes its own
+        for old in stale.iterdir():
+            if old.is_file():
+                old.unlink()
     text, plan = to_html_body(doc, policy)
     paths = {"md": out_dir / "report.md", "html": out_dir / "report.html"}
     paths["html"].write_text(page(doc.title, text), encoding="utf-8")
