@@ -96,6 +96,12 @@ def encode(samples: np.ndarray, sr: int, fmt: AudioFormat = "opus") -> tuple[byt
             [resample(Audio(x[:, c].copy(), sr), rate).samples for c in range(x.shape[1])], axis=1
         )
     x = np.clip(x, -1.0, 1.0)
+    if fmt == "opus":
+        kbps = OPUS_KBPS_MONO if x.shape[1] == 1 else OPUS_KBPS_PER_CHANNEL * x.shape[1]
+        try:
+            return _opus_av(x, rate, kbps), len(x) / rate
+        except ImportError:
+            pass
     buf = io.BytesIO()
     if fmt == "opus":
         level = opus_level(OPUS_KBPS_MONO if x.shape[1] == 1 else OPUS_KBPS_PER_CHANNEL)
@@ -103,6 +109,29 @@ def encode(samples: np.ndarray, sr: int, fmt: AudioFormat = "opus") -> tuple[byt
     else:
         sf.write(buf, x, rate, format="FLAC", subtype="PCM_16")
     return buf.getvalue(), len(x) / rate
+
+
+def _opus_av(x: np.ndarray, rate: int, kbps: float) -> bytes:
+    """Ogg/Opus through PyAV's libopus at ``kbps`` (complexity 5): about 5x faster here than
+    libsndfile's encoder, which the caller falls back to when PyAV (installed with
+    faster-whisper) is absent."""
+    import av
+
+    buf = io.BytesIO()
+    layout = "mono" if x.shape[1] == 1 else "stereo"
+    pcm = (x[:, :2] * 32767).astype(np.int16)
+    with av.open(buf, "w", format="ogg") as container:
+        stream = container.add_stream("libopus", rate=rate)
+        stream.bit_rate = int(kbps * 1000)
+        stream.layout = layout
+        stream.codec_context.options = {"compression_level": "5", "application": "audio"}
+        frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout=layout)
+        frame.sample_rate = rate
+        for packet in stream.encode(frame):
+            container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return buf.getvalue()
 
 
 def opus_level(kbps_per_channel: float) -> float:
