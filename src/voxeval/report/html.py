@@ -57,24 +57,36 @@ def page(title: str, body: str) -> str:
     )
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    left: int = 1,
+    shade: Sequence[Sequence[float | None]] | None = None,
+) -> str:
     """An HTML table inside a horizontal scroll box (``div.tw``: a wide table scrolls there,
     not the page); the first ``left`` columns are left-aligned. Cells are escaped unless they
-    are :class:`Raw`."""
+    are :class:`Raw`. ``shade``: per cell a score in [0, 1] coloured red (0) to green (1)."""
     head = "".join(
         f"<th class='{'l' if i < left else ''}'>{esc(h)}</th>" for i, h in enumerate(headers)
     )
     body = []
-    for row in rows:
+    for r, row in enumerate(rows):
         cells = []
         for i, c in enumerate(row):
             text = c.html if isinstance(c, Raw) else esc(fmt(c))
-            cells.append(f"<td class='{'l' if i < left else ''}'>{text}</td>")
+            score = shade[r][i] if shade and r < len(shade) and i < len(shade[r]) else None
+            style = f" style='background:{heat_colour(score)}'" if score is not None else ""
+            cells.append(f"<td class='{'l' if i < left else ''}'{style}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
         f"<div class='tw'><table><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def heat_colour(score: float) -> str:
+    """Red (0) through yellow to green (1) as an HSL background."""
+    return f"hsl({min(1.0, max(0.0, score)) * 120:.0f},65%,78%)"
 
 
 class Raw:

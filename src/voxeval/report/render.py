@@ -137,9 +137,7 @@ def _html_block(b: Block, plan: ClipPlan) -> str:
     if isinstance(b, Table):
         cap = f"<p class='muted'>{esc(b.caption)}</p>" if b.caption else ""
         rows = [[_html_cell(c) for c in r] for r in b.rows]
-        if b.shade is not None:
-            return cap + _shaded_table(b, rows)
-        return cap + table(list(b.headers), rows, left=b.left)
+        return cap + table(list(b.headers), rows, left=b.left, shade=b.shade)
     if isinstance(b, Chart):
         cap = f"<p class='muted'>{esc(b.caption)}</p>" if b.caption else ""
         return cap + (b.svg or f"<p class='muted'>{esc(b.text)}</p>")
@@ -150,33 +148,6 @@ def _html_block(b: Block, plan: ClipPlan) -> str:
     if isinstance(b, Code):
         return f"<pre>{esc(b.text)}</pre>"
     raise TypeError(f"unknown block {type(b).__name__}")
-
-
-def heat_colour(score: float) -> str:
-    """Red (0) through yellow to green (1) as an HSL background."""
-    return f"hsl({min(1.0, max(0.0, score)) * 120:.0f},65%,78%)"
-
-
-def _shaded_table(b: Table, rows: list[list[Any]]) -> str:
-    from voxeval.report.html import Raw
-
-    shade = b.shade or []
-    head = "".join(
-        f"<th class='{'l' if i < b.left else ''}'>{esc(h)}</th>" for i, h in enumerate(b.headers)
-    )
-    body = []
-    for r, row in enumerate(rows):
-        cells = []
-        for c, v in enumerate(row):
-            score = shade[r][c] if r < len(shade) and c < len(shade[r]) else None
-            style = f" style='background:{heat_colour(score)}'" if score is not None else ""
-            text = v.html if isinstance(v, Raw) else esc(fmt(v))
-            cells.append(f"<td class='{'l' if c < b.left else ''}'{style}>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f"<div class='tw'><table><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
 
 
 def _html_players(b: Players, plan: ClipPlan) -> str:

@@ -14,6 +14,7 @@ from voxeval.contracts.duplex import catalogue
 from voxeval.contracts.duplex.evidence import EVIDENCE_LEVELS
 from voxeval.contracts.duplex.gate_record import GateRecord
 from voxeval.contracts.duplex.matrix import Gate, OnFail, Statistic
+from voxeval.core.numbers import finite as _num
 from voxeval.stats.intervals import wilson_interval
 
 __all__ = [
@@ -226,16 +227,6 @@ class Measurement:
         if self.value is None:
             return StatValue(None, "no value (n = 0)" if self.n == 0 else "no value reported")
         return StatValue(float(self.value))
-
-
-def _num(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 @dataclass

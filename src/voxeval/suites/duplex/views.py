@@ -47,7 +47,7 @@ def recordings_document(card: Scorecard, store: RunStore | None = None) -> Docum
     """Recordings: summary, evidence and detector, per system speed and behaviour, per call
     its timeline, turn table, overlaps and (when asked for) a stereo player, then each
     system's recommendation. Per-hour rates are withheld below 10 minutes of audio."""
-    from voxeval.suites.duplex.views_summary import duplex_summary, gate_verdict
+    from voxeval.suites.duplex.views_summary import duplex_summary, recommendation_section
 
     doc = Document(
         title=f"Full-duplex turn-taking · {card.run_id}",
@@ -78,18 +78,7 @@ def recordings_document(card: Scorecard, store: RunStore | None = None) -> Docum
     calls = doc.section("Calls")
     for c in card.sessions:
         calls.children.append(_call_section(c, store))
-    rec = doc.section("Recommendation")
-    for s in card.systems:
-        if s.gate is not None:
-            rec.add(gate_verdict(s.system, s.gate))
-        else:
-            rec.add(
-                Text(
-                    f"{s.system}: not gated (voxeval duplex gate RUN --matrix M gives the "
-                    "recommendation).",
-                    "muted",
-                )
-            )
+    doc.sections.append(recommendation_section(card))
     return doc
 
 

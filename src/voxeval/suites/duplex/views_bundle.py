@@ -467,7 +467,7 @@ def _failures_section(card: Scorecard, store: RunStore | None) -> Section:
 
 def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
     """The report of a bundle run as a ``Document`` (module docstring)."""
-    from voxeval.suites.duplex.views_summary import duplex_summary, gate_verdict
+    from voxeval.suites.duplex.views_summary import duplex_summary, recommendation_section
 
     ev = card.evidence
     counts = ", ".join(f"{k}: {v}" for k, v in (given(ev, "counts") or {}).items()) or "none"
@@ -515,22 +515,5 @@ def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
             Sentences([f"{sid}: {problem_text(p)}" for sid, p in problems[:200]]),
         )
     doc.section("Harness self-check", Sentences(_self_check_lines(card)))
-    rec = doc.section("Recommendation")
-    for s in card.systems:
-        if s.gate is None:
-            rec.add(
-                Text(f"{s.system}: not gated (no acceptance matrix kept with the run).", "muted")
-            )
-            continue
-        rec.add(gate_verdict(s.system, s.gate))
-        rec.add(
-            Table(
-                ["gate", "status", "value", "n", "evidence", "min evidence", "on fail"],
-                [
-                    [g.id, g.status, g.value, g.n, g.evidence_level, g.min_evidence, g.on_fail]
-                    for g in s.gate.gates
-                ],
-                caption=f"{s.system} against {s.gate.matrix}",
-            )
-        )
+    doc.sections.append(recommendation_section(card))
     return doc

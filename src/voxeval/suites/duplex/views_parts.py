@@ -3,7 +3,6 @@ rates, latencies, checks, counts, strata and failures, evidence and detector lin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ from voxeval.contracts.duplex.scorecard import (
     Scorecard,
     TaskBlock,
 )
+from voxeval.core.numbers import finite
 from voxeval.report.html import fmt
 
 __all__ = [
@@ -105,13 +105,8 @@ def rate_rows(overall: Overall, order: list[str]) -> list[list[Any]]:
 
 def ms(value: Any) -> int | None:
     """A latency as whole milliseconds (None stays None)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return round(v) if math.isfinite(v) else None
+    v = finite(value)
+    return None if v is None else round(v)
 
 
 def _ms_ci(ci: Any) -> str:

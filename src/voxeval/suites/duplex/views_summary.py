@@ -14,11 +14,11 @@ from voxeval.contracts.duplex.scorecard import (
     Scorecard,
     SystemCard,
 )
-from voxeval.report.document import Summary, Table, Verdict, VerdictCheck
+from voxeval.report.document import Section, Summary, Table, Text, Verdict, VerdictCheck
 from voxeval.report.html import fmt
 from voxeval.suites.duplex.views_parts import given
 
-__all__ = ["duplex_summary", "gate_verdict", "headline_latency"]
+__all__ = ["duplex_summary", "gate_verdict", "headline_latency", "recommendation_section"]
 
 JUNIT_STATUS = {
     "pass": "pass",
@@ -61,6 +61,34 @@ def gate_verdict(system: str, gate: GateRecord, *, brief: bool = False) -> Verdi
         checks=checks,
         suite=str(body.get("matrix") or "gates"),
     )
+
+
+def recommendation_section(card: Scorecard) -> Section:
+    """The last section of a duplex report: per system its verdict (every reason, the
+    mitigations) and its gate table, or why it was not gated."""
+    sec = Section("Recommendation")
+    for s in card.systems:
+        if s.gate is None:
+            sec.add(
+                Text(
+                    f"{s.system}: not gated (no acceptance matrix kept with the run; "
+                    "voxeval duplex gate RUN --matrix M gives the recommendation).",
+                    "muted",
+                )
+            )
+            continue
+        sec.add(
+            gate_verdict(s.system, s.gate),
+            Table(
+                ["gate", "status", "value", "n", "evidence", "min evidence", "on fail"],
+                [
+                    [g.id, g.status, g.value, g.n, g.evidence_level, g.min_evidence, g.on_fail]
+                    for g in s.gate.gates
+                ],
+                caption=f"{s.system} against {s.gate.matrix}",
+            ),
+        )
+    return sec
 
 
 def _brief_reasons(gates: list[dict[str, Any]]) -> list[str]:

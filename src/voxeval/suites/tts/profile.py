@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from voxeval.core.numbers import finite as _num
 from voxeval.stats.intervals import (
     DEFAULT_BOOT,
     PairedDiff,
@@ -110,17 +111,6 @@ class ContrastOutcome:
     @property
     def score(self) -> float:
         return self.n_met / self.n_expected if self.n_expected else math.nan
-
-
-def _num(value: Any) -> float | None:
-    """A finite float, or None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def feature_change(feature: str, item: Mapping[str, Any], ref: Mapping[str, Any]) -> float | None:

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from voxeval.core.numbers import finite as _f
 from voxeval.core.runstore import RunStore, utc_now
 from voxeval.stats.intervals import DEFAULT_BOOT
 from voxeval.suites.tts import profile as pf
@@ -61,7 +62,6 @@ from voxeval.suites.tts.report_scorer import (
     WORST_ITEMS,
     _describe,
     _eval_defs,
-    _f,
     _read_json,
     _SystemScorer,
     accepts_instructions,

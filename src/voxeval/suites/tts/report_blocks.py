@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.items import Item
+from voxeval.core.numbers import finite as _f
 from voxeval.core.records import Record
 from voxeval.stats.intervals import bootstrap_ratio_ci, wilson_interval
 from voxeval.suites.tts import profile as pf
@@ -17,7 +18,6 @@ from voxeval.suites.tts.report_scorer import (
     ARTIFACT_RULES,
     FOLLOWS_SHARE,
     MEASURE_LABELS,
-    _f,
     _read_json,
     _SystemScorer,
     accepts_instructions,

@@ -4,7 +4,6 @@ itself, and the per-system scorer of evals and dimensions (``report.py`` assembl
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,16 +66,6 @@ ARTIFACT_RULES: dict[str, tuple[str, str, float]] = {
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _f(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from voxeval.core.numbers import finite as _f
 from voxeval.core.runstore import RunStore
 from voxeval.report.document import (
     Chart,
@@ -27,7 +28,7 @@ from voxeval.report.document import (
 from voxeval.report.html import bar_chart, fmt
 from voxeval.report.render import to_html, to_markdown
 from voxeval.report.summary import ProfileEntry, short_name
-from voxeval.suites.tts.report_scorer import ARTIFACT_RULES, _f
+from voxeval.suites.tts.report_scorer import ARTIFACT_RULES
 
 
 def _ci(lo: Any, hi: Any) -> str:
