@@ -12,17 +12,11 @@ from typing import Any
 from voxeval.core.items import Item
 from voxeval.core.records import Record
 from voxeval.suites.tts import profile as pf
+from voxeval.suites.tts.items import DIMENSIONS
 
 REPORT_VERSION = "tts-report-1"
-DIMENSION_ORDER = (
-    "performance",
-    "expressiveness",
-    "identity_stress",
-    "linguistic",
-    "critical_content",
-    "long_form",
-    "audio_quality",
-)
+DIMENSION_ORDER = DIMENSIONS
+"""The seven dimensions in the order reports show them (the item sets' order)."""
 HUMAN_FILE = "human.json"
 VALIDATION_FILE = "validation.json"
 # A system "follows" instructions only if the share of expected directions met can exceed
