@@ -390,6 +390,8 @@ def test_bad_input_gets_error_events_and_the_connection_stays() -> None:
             json.dumps({"type": "session.update", "session": {"input_audio_format": "g711_ulaw"}}),
             json.dumps({"type": "session.update", "session": "nope"}),
             json.dumps({"type": "response.cancel", "response_id": 7}),
+            "[" * 5000 + "]" * 5000,  # nested too deep for the JSON parser
+            json.dumps({"type": "input_audio_buffer.commit"}),  # nothing appended yet
         ]
         for msg in bad:
             c.ws.send(msg)
@@ -404,6 +406,16 @@ def test_bad_input_gets_error_events_and_the_connection_stays() -> None:
         assert "not supported by this server" in messages[6]
         assert "larger than" in messages[9]
         assert "not supported (pcm16 at 24 kHz only)" in messages[14]
+        assert messages[-2] == "malformed JSON: nested too deeply"
+        assert errors[-1]["error"]["code"] == "input_audio_buffer_commit_empty"
+        assert "buffer only has 0.00ms of audio" in messages[-1]
+        # 50 ms appended is still too little to commit; 150 ms more is enough
+        c.send({"type": "input_audio_buffer.append", "audio": pcm16_to_b64(tone(50, 24_000))})
+        c.send({"type": "input_audio_buffer.commit"})
+        c.recv_until(lambda e: e["type"] == "error" and "50.00ms" in e["error"]["message"])
+        c.send({"type": "input_audio_buffer.append", "audio": pcm16_to_b64(tone(150, 24_000))})
+        c.send({"type": "input_audio_buffer.commit"})
+        c.recv_until(typed("input_audio_buffer.committed"))
         # still serving: a valid update is answered
         c.send({"type": "session.update", "session": client_session("ga")})
         c.recv_until(typed("session.updated"))
@@ -491,6 +503,11 @@ def test_idle_ticks_keep_the_agent_clock_running_and_playback_completion_is_esti
             r.status == "completed" and r.response_id == "r1" for r in agents[0].reports
         ):
             time.sleep(0.02)
+        # r1 played out to its end: there is no audio of it left to clear
+        c.send({"type": "output_audio_buffer.clear"})
+        c.recv_until(
+            lambda e: e["type"] == "error" and "no response audio to clear" in e["error"]["message"]
+        )
         c.close()
     (done,) = [r for r in agents[0].reports if r.status == "completed" and r.response_id == "r1"]
     assert done.played_ms == pytest.approx(300.0)

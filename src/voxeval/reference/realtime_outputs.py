@@ -126,6 +126,7 @@ class ConnectionOutputs:
         self.inbuf = np.zeros(0, np.int16)
         self.aligned = False  # the first frame got its lead of silence (``on_append``)
         self.client_samples = 0  # agent-rate samples of client audio cut into frames
+        self.uncommitted = 0  # protocol-rate samples appended since the last commit or clear
         self.last_input_ns = 0
         self.settings: dict[str, Any] = {"turn": "server_vad", "tools": []}
         self.responses: dict[str, _Response] = {}
@@ -421,6 +422,7 @@ class ConnectionOutputs:
             if self.settings.get("turn") != "manual":
                 self.emit({"type": "input_audio_buffer.committed", "item_id": item})
                 self.user_item = None
+                self.uncommitted = 0
             self.last_user_item = item
         elif et in ("asr.final", "asr.partial"):
             item = self._user_item_for(ev)

@@ -113,6 +113,7 @@ from voxeval.reference.realtime_outputs import (
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     CLIENT_EVENT_TYPES,
+    PROTOCOL_RATE,
     Dialect,
     b64_to_pcm16,
     read_session,
@@ -121,6 +122,10 @@ from voxeval.systems.duplex.realtime_protocol import (
 from voxeval.systems.duplex.realtime_ws import HOP_PREFIX
 
 __all__ = ["RealtimeServer", "serve_agent"]
+
+MIN_COMMIT_MS = 100.0
+"""``input_audio_buffer.commit`` needs at least this much appended audio (as OpenAI's server
+requires); less is an ``input_audio_buffer_commit_empty`` error."""
 
 
 class _Connection(ConnectionOutputs):
@@ -359,6 +364,9 @@ class _Connection(ConnectionOutputs):
         except json.JSONDecodeError as exc:
             self.error(f"malformed JSON: {exc.msg} (column {exc.colno})", code="invalid_json")
             return
+        except RecursionError:  # "[[[[..." thousands deep: refused like any bad JSON
+            self.error("malformed JSON: nested too deeply", code="invalid_json")
+            return
         if not isinstance(event, dict):
             self.error("a client event must be a JSON object", code="invalid_event")
             return
@@ -405,6 +413,7 @@ class _Connection(ConnectionOutputs):
         except ValueError as exc:
             raise _Invalid(str(exc), "audio") from None
         self.last_input_ns = self.now()
+        self.uncommitted += pcm.size
         eid = ev.get("event_id")
         traced = isinstance(eid, str) and eid.startswith(HOP_PREFIX)
         x = self.in_rs.process_pcm16(pcm)
@@ -425,6 +434,16 @@ class _Connection(ConnectionOutputs):
             self.submit(("frame", frame, self.client_samples), frame=True)
 
     def on_commit(self, ev: dict[str, Any]) -> None:
+        held_ms = 1000.0 * self.uncommitted / PROTOCOL_RATE
+        if held_ms < MIN_COMMIT_MS:
+            self.error(
+                "Error committing input audio buffer: buffer too small. Expected at least "
+                f"{MIN_COMMIT_MS:.0f}ms of audio, but buffer only has {held_ms:.2f}ms of audio.",
+                code="input_audio_buffer_commit_empty",
+                event_id=ev.get("event_id") if isinstance(ev.get("event_id"), str) else None,
+            )
+            return
+        self.uncommitted = 0
         item = self.user_item or self.new_id("item")
         self.user_item = None
         self.emit({"type": "input_audio_buffer.committed", "item_id": item})
@@ -432,6 +451,7 @@ class _Connection(ConnectionOutputs):
 
     def on_clear_input(self, ev: dict[str, Any]) -> None:
         self.inbuf = np.zeros(0, np.int16)
+        self.uncommitted = 0
         self.emit({"type": "input_audio_buffer.cleared"})
 
     def on_truncate(self, ev: dict[str, Any]) -> None:
@@ -520,7 +540,8 @@ class _Connection(ConnectionOutputs):
     def on_clear_output(self, ev: dict[str, Any]) -> None:
         rid = self.open_rid or self.last_audio_rid
         resp = self.responses.get(rid) if rid else None
-        if resp is None:
+        if resp is None or resp.cut or resp.completed_reported:
+            # nothing left to clear: no audio yet, already cut, or played out to the end
             raise _Invalid("there is no response audio to clear", None)
         self.clear(resp, "client_cancelled")
         self.submit(("hook", "on_response_cancel", (resp.rid,)))
