@@ -221,8 +221,23 @@ def test_every_server_event_conforms_and_client_events_reach_the_agent(dialect: 
     ) as server:
         c = Client(server.url, dialect)
         c.recv_until(typed("session.created"))
-        c.send({"type": "session.update", "session": client_session(dialect, turn="server_vad")})  # type: ignore[arg-type]
-        c.recv_until(typed("session.updated"))
+        update = client_session(
+            dialect,  # type: ignore[arg-type]
+            turn="server_vad",
+            voice="marin",
+            transcribe="whisper-1",
+            instructions="Be brief.",
+        )
+        c.send({"type": "session.update", "session": update})
+        updated = c.recv_until(typed("session.updated"))["session"]
+        # every accepted setting is echoed, in the client's dialect
+        if dialect == "ga":
+            assert updated["audio"]["output"]["voice"] == "marin"
+            assert updated["audio"]["input"]["transcription"] == {"model": "whisper-1"}
+        else:
+            assert updated["voice"] == "marin"
+            assert updated["input_audio_transcription"] == {"model": "whisper-1"}
+        assert updated["instructions"] == "Be brief."
         for _ in range(20):
             c.send({"type": "input_audio_buffer.append", "audio": pcm16_to_b64(WIRE_FRAME)})
         c.recv_until(lambda e: e["type"] == "response.done" and e["response"]["id"] == "r3")

@@ -393,8 +393,12 @@ def _obj(value: Any) -> dict[str, Any]:
 def server_session(
     dialect: Dialect, settings: dict[str, Any], session_id: str, model: str
 ) -> dict[str, Any]:
-    """The ``session`` object of ``session.created`` / ``session.updated`` in ``dialect``."""
+    """The ``session`` object of ``session.created`` / ``session.updated`` in ``dialect``:
+    every accepted setting echoed (turn detection, tools, instructions, voice, input
+    transcription model)."""
     turn = settings.get("turn", "server_vad")
+    voice = settings.get("voice")
+    transcribe = settings.get("transcribe")
     detection: dict[str, Any] | None = None if turn == "manual" else {"type": turn}
     tools = settings.get("tools") or []
     if dialect == "ga":
@@ -402,14 +406,16 @@ def server_session(
             "format": {"type": "audio/pcm", "rate": PROTOCOL_RATE},
             "turn_detection": detection,
         }
+        if transcribe:
+            audio_in["transcription"] = {"model": transcribe}
+        audio_out: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": PROTOCOL_RATE}}
+        if voice:
+            audio_out["voice"] = voice
         out: dict[str, Any] = {
             "type": "realtime",
             "model": model,
             "output_modalities": ["audio"],
-            "audio": {
-                "input": audio_in,
-                "output": {"format": {"type": "audio/pcm", "rate": PROTOCOL_RATE}},
-            },
+            "audio": {"input": audio_in, "output": audio_out},
             "tools": tools,
         }
     else:
@@ -421,6 +427,10 @@ def server_session(
             "turn_detection": detection,
             "tools": tools,
         }
+        if transcribe:
+            out["input_audio_transcription"] = {"model": transcribe}
+        if voice:
+            out["voice"] = voice
     if settings.get("instructions"):
         out["instructions"] = settings["instructions"]
     return out
