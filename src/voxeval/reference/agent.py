@@ -198,6 +198,9 @@ class ReferenceAgent(AgentBase):
         self.unplayed: list[str] = []
         """Responses sent (at least in part) whose playback has not started."""
         self.totals: dict[str, float] = {}
+        self.typed: list[str] = []
+        """User text from ``conversation.item.create`` waiting for a ``response.create``."""
+        self.n_typed = 0
         return []
 
     def finish(self, now_ns: int) -> SessionEnd:
@@ -208,6 +211,40 @@ class ReferenceAgent(AgentBase):
             tool_audit=self.dm.export_tool_audit(),
             info={"policy": self.policy.name, "version": VERSION, **speech_versions()},
         )
+
+    # -- Realtime client items (``reference serve`` calls these hooks) ----------------------
+    def on_item(self, item: dict[str, Any], now_ns: int) -> list[AgentOutput]:
+        """A conversation item the client created: a user message's text waits for the next
+        ``response.create`` (the Realtime protocol answers items only when asked)."""
+        if item.get("type") == "message" and item.get("role") == "user":
+            for part in item.get("content") or []:
+                if not isinstance(part, dict) or part.get("type") not in ("input_text", "text"):
+                    continue
+                if isinstance(part.get("text"), str):
+                    self.typed.append(part["text"])
+        return []
+
+    def on_response_request(self, now_ns: int) -> list[AgentOutput]:
+        """``response.create``: answer the user text created since the last answer (nothing
+        typed: nothing to answer here; spoken turns are answered by their own endpoint)."""
+        if not self.typed:
+            return []
+        now = now_ns / 1e6
+        text = " ".join(t.strip() for t in self.typed if t.strip())
+        self.typed.clear()
+        self.n_typed += 1
+        uid = f"typed-{self.n_typed}"
+        out: list[AgentOutput] = [
+            AgentEvent(
+                "turn.decision",
+                {"action": "respond", "reason": "response.create after a text item"},
+                utterance_id=uid,
+            )
+        ]
+        self.answering = uid
+        out += self._dm(self.dm.on_user_text(text, uid, now))
+        out += self._stream()
+        return out
 
     # -- input ----------------------------------------------------------------------------
     def push_audio(self, pcm: np.ndarray, now_ns: int) -> list[AgentOutput]:
