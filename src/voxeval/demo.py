@@ -357,7 +357,7 @@ def capability_profile(entries: list[Any]) -> tuple[Any, Any]:
 def document(report: dict[str, Any], store: RunStore) -> Any:
     """The combined demo report: the capability profile across domains first, the wall time
     per section, then each suite's report (its summary first) as a section."""
-    from voxeval.report.document import Document, Summary, Table, Text
+    from voxeval.report.document import Document, Section, Summary, Table, Text
 
     entries: list[Any] = []
     sections = []
@@ -367,8 +367,6 @@ def document(report: dict[str, Any], store: RunStore) -> Any:
         suite = REGISTRY.suite(sec["suite"])
         title = str(suite.extras.get("title", sec["suite"]))
         if sec.get("error"):
-            from voxeval.report.document import Section
-
             sections.append(Section(title, [Text(f"This section failed: {sec['error']}", "note")]))
             sentences.append(f"{title}: failed ({sec['error']}).")
             continue

@@ -112,15 +112,12 @@ def short_name(spec: str, limit: int = 32) -> str:
 
 def display_names(specs: Sequence[str], limit: int = 32) -> dict[str, str]:
     """``short_name`` of each spec, made unique: specs that would share a short name keep
-    their full spec (shortened at ``limit * 2``)."""
+    their full spec."""
+    from collections import Counter
+
     short = {s: short_name(s, limit) for s in specs}
-    counts: dict[str, int] = {}
-    for name in short.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {
-        s: (n if counts[n] == 1 else short_name(s, limit * 2) if "?" not in s else s)
-        for s, n in short.items()
-    }
+    counts = Counter(short.values())
+    return {s: n if counts[n] == 1 else s for s, n in short.items()}
 
 
 @dataclass(frozen=True)

@@ -638,25 +638,16 @@ def test_a_recordings_run_gated_on_declared_provenance(tmp_path: Path) -> None:
     row, _ = t.lookup("interrupt_stop_ms")
     assert row is not None and (row.evidence_level, row.declared_level) == ("L2", "L4")
 
-    def gates(basis: str) -> Any:
-        return evaluate_matrix(
-            AcceptanceMatrix.model_validate(
-                {
-                    "id": "m",
-                    "evidence": basis,
-                    "gates": [
-                        gate(
-                            id="stop",
-                            metric="interrupt_stop_ms",
-                            min_n=1,
-                            threshold=800,
-                            min_evidence="L3",
-                        )
-                    ],
-                }
-            ),
-            t,
+    def gates(matrix_basis: str | None, gate_basis: str | None = None) -> Any:
+        rule = gate(
+            id="stop", metric="interrupt_stop_ms", min_n=1, threshold=800, min_evidence="L3"
         )
+        if gate_basis is not None:
+            rule["evidence"] = gate_basis
+        doc: dict[str, Any] = {"id": "m", "gates": [rule]}
+        if matrix_basis is not None:
+            doc["evidence"] = matrix_basis
+        return evaluate_matrix(AcceptanceMatrix.model_validate(doc), t)
 
     declared = one(gates("declared"), "stop")
     assert declared.status == GateStatus.PASS and declared.evidence_basis == "declared"
@@ -665,23 +656,9 @@ def test_a_recordings_run_gated_on_declared_provenance(tmp_path: Path) -> None:
     refused = one(gates("derived"), "stop")  # the matrix wants derived evidence
     assert refused.status == GateStatus.INSUFFICIENT_EVIDENCE and refused.level == "L2"
     assert "declared provenance (L4) not counted" in refused.evidence.detail
+    assert one(gates(None), "stop").status == GateStatus.INSUFFICIENT_EVIDENCE  # default: derived
     # a per-gate override beats the matrix default
-    m = AcceptanceMatrix.model_validate(
-        {
-            "id": "m",
-            "gates": [
-                gate(
-                    id="stop",
-                    metric="interrupt_stop_ms",
-                    min_n=1,
-                    threshold=800,
-                    min_evidence="L3",
-                    evidence="declared",
-                )
-            ],
-        }
-    )
-    assert one(evaluate_matrix(m, t), "stop").status == GateStatus.PASS
+    assert one(gates("derived", "declared"), "stop").status == GateStatus.PASS
 
 
 def test_a_broken_sidecar_is_an_input_error_before_any_work(tmp_path: Path) -> None:

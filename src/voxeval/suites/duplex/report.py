@@ -68,6 +68,7 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
             analysis = SessionScore.of(rec).analysis(rec.id, labels)
             analyses.append(analysis)
             d = analysis.to_dict()
+            evidence = _recording_evidence(rec)
             calls_out.append(
                 {
                     "system": spec,
@@ -82,8 +83,8 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
                     "takeovers": d["takeovers"],
                     "segments": rec.output.get("segments"),
                     "compat": compat_metrics(analysis),
-                    "evidence_level": _recording_evidence(rec).get("level"),
-                    "declared_level": _recording_evidence(rec).get("declared_level"),
+                    "evidence_level": evidence.get("level"),
+                    "declared_level": evidence.get("declared_level"),
                 }
             )
         status = Counter(r.status for r in recs)
@@ -148,7 +149,7 @@ def _recordings_evidence(records: Sequence[Record]) -> dict[str, Any]:
     )
     if n_declared:
         note += (
-            f" {n_declared} recording(s) declare their provenance in a {'provenance.json'} "
+            f" {n_declared} recording(s) declare their provenance in a provenance.json "
             f"sidecar: declared level {min_level(declared.values())} (a gate counts it only "
             "with evidence: declared)."
         )

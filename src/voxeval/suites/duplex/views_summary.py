@@ -16,6 +16,7 @@ from voxeval.contracts.duplex.scorecard import (
 )
 from voxeval.report.document import Section, Summary, Table, Text, Verdict, VerdictCheck
 from voxeval.report.html import fmt
+from voxeval.report.summary import Estimate, leader
 from voxeval.suites.duplex.views_parts import given
 
 __all__ = ["duplex_summary", "gate_verdict", "headline_latency", "recommendation_section"]
@@ -200,34 +201,31 @@ def _tradeoff(card: Scorecard, a: SystemCard, b: SystemCard) -> str | None:
     wrong = {
         s.system: (r.n - (r.k or 0), r.n) for s, r in ((a, ra), (b, rb)) if r is not None and r.n
     }
-    ca, cb = la.p50_ci, lb.p50_ci
-    overlap = False
-    if (
-        ca
-        and cb
-        and ca[0] is not None
-        and ca[1] is not None
-        and cb[0] is not None
-        and cb[1] is not None
-    ):
-        overlap = ca[0] <= cb[1] and cb[0] <= ca[1]
-    faster, slower = (a, b) if la.p50 < lb.p50 else (b, a)
-    diff = abs(float(la.p50) - float(lb.p50))
-    if overlap:
-        speed = f"{a.system} and {b.system} answer about as fast (P50 {fmt(la.p50, 0)} vs {fmt(lb.p50, 0)} ms; intervals overlap: no clear leader)"
-    else:
-        speed = f"{faster.system} answers {diff:.0f} ms sooner (P50)"
-    if faster.system not in wrong or slower.system not in wrong:
-        return speed + "."
-    fw, fn = wrong[faster.system]
-    sw, sn = wrong[slower.system]
-    if overlap:
-        return f"{speed}; turn decisions wrong: {a.system} {wrong.get(a.system, ('–', '–'))[0]} of {wrong.get(a.system, ('–', '–'))[1]}, {b.system} {wrong.get(b.system, ('–', '–'))[0]} of {wrong.get(b.system, ('–', '–'))[1]}."
-    if fw > sw:
-        return (
-            f"{speed} but gets {fw} of {fn} turn decisions wrong ({slower.system}: {sw} of {sn})."
+
+    def est(s: SystemCard, e: LatencyEntry) -> Estimate:
+        ci = e.p50_ci or [None, None]
+        return Estimate(s.system, e.p50, ci[0], ci[1])
+
+    best, _ = leader([est(a, la), est(b, lb)], lower_is_better=True)  # the one leader rule
+    if best is None:
+        speed = (
+            f"{a.system} and {b.system} answer about as fast (P50 {fmt(la.p50, 0)} vs "
+            f"{fmt(lb.p50, 0)} ms; intervals overlap: no clear leader)"
         )
-    return f"{speed} and gets {fw} of {fn} turn decisions wrong ({slower.system}: {sw} of {sn}): it leads on both."
+    else:
+        speed = f"{best.system} answers {abs(float(la.p50) - float(lb.p50)):.0f} ms sooner (P50)"
+    if a.system not in wrong or b.system not in wrong:
+        return speed + "."
+    if best is None:
+        (aw, an), (bw, bn) = wrong[a.system], wrong[b.system]
+        return f"{speed}; turn decisions wrong: {a.system} {aw} of {an}, {b.system} {bw} of {bn}."
+    slower = b if best.system == a.system else a
+    fw, fn = wrong[best.system]
+    sw, sn = wrong[slower.system]
+    tail = f"{fw} of {fn} turn decisions wrong ({slower.system}: {sw} of {sn})"
+    if fw > sw:
+        return f"{speed} but gets {tail}."
+    return f"{speed} and gets {tail}: it leads on both."
 
 
 def _one_system(card: Scorecard, s: SystemCard) -> str:
