@@ -263,7 +263,13 @@ BUILTIN_BACKENDS += [
             Opt("protocol", "str", "ga", "Realtime dialect: ga or beta"),
             Opt("key_env", "str", "", "environment variable with the API key"),
             Opt("turn_detection", "str", "server_vad", "server_vad or manual"),
-            Opt("barge_in", "str", "server", "who cancels on barge-in: server or client"),
+            Opt(
+                "barge_in",
+                "str",
+                "protocol",
+                "who stops playback on barge-in: protocol (what the transport's docs say: the "
+                "client at speech_started over WebSocket), server or client",
+            ),
             Opt("voice", "str", "", "session voice"),
             Opt("instructions", "str", "", "session instructions"),
             Opt("transcribe", "str", "", "input transcription model"),

@@ -494,8 +494,8 @@ class _Session:
             at = done
             if isinstance(out, Stamped):
                 at, out = out.ns, out.output
-                if isinstance(out, AudioOut | ClearAudio):  # the player cannot act in the past
-                    at = max(at, self._ns(self.player.pos))
+                if isinstance(out, AudioOut | ClearAudio) or _cancels(out):
+                    at = max(at, self._ns(self.player.pos))  # the player cannot act in the past
             delay = self.link.transit_ms(at / 1e6, "downlink")
             if delay is None:
                 if isinstance(out, AudioOut):
@@ -561,6 +561,10 @@ class _Session:
             lat = self.tools.latency_ms(out)
             self._push(ns + round(lat * 1e6), "tool", (out, ns))
         elif isinstance(out, AgentEvent):
+            if _cancels(out):  # the cut is logged before the event it caused (causal order)
+                cut = self.player.clear(out.response_id, sample)
+                self._player_events(cut)
+                ns = max([ns, *(self._ns(pe.sample) for pe in cut)])
             self.log(
                 out.event_type,
                 ns,
@@ -572,11 +576,6 @@ class _Session:
                 reason=out.reason,
                 data=dict(out.data),
             )
-            status = str(out.data.get("status", ""))
-            if out.event_type == "response.cancelled" or (
-                out.event_type == "response.done" and status == "cancelled"
-            ):
-                self._player_events(self.player.clear(out.response_id, sample))
             if out.event_type == "response.done" and out.response_id:
                 self.player.mark_done(out.response_id)
                 self._render(sample)
@@ -782,3 +781,11 @@ def run_session(
 
 run_virtual_session = run_session
 """Alias kept for readability in tests of the virtual clock."""
+
+
+def _cancels(out: object) -> bool:
+    """An agent event that cancels a response (its playback is cut at once)."""
+    return isinstance(out, AgentEvent) and (
+        out.event_type == "response.cancelled"
+        or (out.event_type == "response.done" and out.data.get("status") == "cancelled")
+    )
