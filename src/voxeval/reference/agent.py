@@ -201,6 +201,12 @@ class ReferenceAgent(AgentBase):
         self.typed: list[str] = []
         """User text from ``conversation.item.create`` waiting for a ``response.create``."""
         self.n_typed = 0
+        self.manual = False
+        """Manual turns (``turn_detection: null``): the client commits, then asks."""
+        self.committed_from = 0
+        """Manual turns: the first sample of the audio not yet committed."""
+        self.committed: list[tuple[str, str]] = []
+        """Manual turns: (item id, text) of committed audio waiting for a ``response.create``."""
         return []
 
     def finish(self, now_ns: int) -> SessionEnd:
@@ -224,22 +230,53 @@ class ReferenceAgent(AgentBase):
                     self.typed.append(part["text"])
         return []
 
+    def configure(self, settings: dict[str, Any], now_ns: int) -> list[AgentOutput]:
+        """``session.update``: ``turn`` manual (``turn_detection: null``) switches the agent's
+        own turn taking off: it answers committed audio when asked, and nothing else."""
+        manual = settings.get("turn") == "manual"
+        if manual and not self.manual:
+            self.committed_from = sum(x.size for x in self.heard)
+            self.utt, self.in_speech, self.silence_ms = None, False, 0.0
+        self.manual = manual
+        return []
+
+    def on_commit(self, item_id: str, now_ns: int) -> list[AgentOutput]:
+        """``input_audio_buffer.commit`` with manual turns: the audio since the last commit is
+        the user's turn (transcribed now, answered at the next ``response.create``)."""
+        if not self.manual:
+            return []
+        if len(self.heard) > 1:
+            self.heard = [np.concatenate(self.heard)]
+        end = self.heard[0].size if self.heard else 0
+        utt = _Utterance(item_id, now_ns / 1e6, self.committed_from)
+        self.committed_from = end
+        text = self._transcribe(utt, end)
+        self.committed.append((item_id, text))
+        return [AgentEvent("asr.final", {"text": text}, utterance_id=item_id)]
+
     def on_response_request(self, now_ns: int) -> list[AgentOutput]:
-        """``response.create``: answer the user text created since the last answer (nothing
-        typed: nothing to answer here; spoken turns are answered by their own endpoint)."""
-        if not self.typed:
+        """``response.create``: answer the user text created (and, with manual turns, the
+        audio committed) since the last answer; nothing new: nothing to answer here (spoken
+        turns under server turn detection are answered by their own endpoint)."""
+        if not self.typed and not self.committed:
             return []
         now = now_ns / 1e6
-        text = " ".join(t.strip() for t in self.typed if t.strip())
+        texts = [t.strip() for _, t in self.committed] + [t.strip() for t in self.typed]
+        text = " ".join(t for t in texts if t)
+        reason = (
+            "response.create after a commit"
+            if self.committed
+            else ("response.create after a text item")
+        )
+        if self.committed:
+            uid = self.committed[-1][0]
+        else:
+            self.n_typed += 1
+            uid = f"typed-{self.n_typed}"
         self.typed.clear()
-        self.n_typed += 1
-        uid = f"typed-{self.n_typed}"
+        self.committed.clear()
         out: list[AgentOutput] = [
-            AgentEvent(
-                "turn.decision",
-                {"action": "respond", "reason": "response.create after a text item"},
-                utterance_id=uid,
-            )
+            AgentEvent("turn.decision", {"action": "respond", "reason": reason}, utterance_id=uid)
         ]
         self.answering = uid
         out += self._dm(self.dm.on_user_text(text, uid, now))
@@ -252,7 +289,8 @@ class ReferenceAgent(AgentBase):
         out: list[AgentOutput] = []
         self.heard.append(np.asarray(pcm, dtype=np.float32) / 32768.0)
         for start, prob, level in self.vad.push(pcm):
-            out += self._chunk(start, prob, level, now)
+            if not self.manual:  # manual turns: the client decides where turns end
+                out += self._chunk(start, prob, level, now)
         out += self._dm(self.dm.tick(now))
         out += self._release(now)
         out += self._stream()

@@ -55,6 +55,7 @@ class _Response:
     cut: bool = False  # truncated, cleared or cancelled: no completion estimate
     completed_reported: bool = False
     items: list[dict[str, Any]] = field(default_factory=list)
+    text: str = ""  # what the agent says (its output audio transcript)
 
     @property
     def sent_ms(self) -> float:
@@ -307,9 +308,10 @@ class ConnectionOutputs:
                     "type": "response.output_item.added",
                     "response_id": resp.rid,
                     "output_index": resp.output_index,
-                    "item": item,
+                    "item": item if self.dialect == "ga" else beta_item(item),
                 }
             )
+            self.item_added(dict(item), done=False)
             self.emit(
                 {
                     "type": "response.content_part.added",
@@ -320,6 +322,17 @@ class ConnectionOutputs:
                     "part": {"type": "audio", "transcript": ""},
                 }
             )
+            if resp.text:  # the agent's words come with its audio (one delta: the whole text)
+                self.emit(
+                    {
+                        "type": self.name("response.output_audio_transcript.delta"),
+                        "response_id": resp.rid,
+                        "item_id": resp.item_id,
+                        "output_index": resp.output_index,
+                        "content_index": 0,
+                        "delta": resp.text,
+                    }
+                )
             resp.resampler = _fresh_resampler(self.srv.sample_rate, PROTOCOL_RATE)
         assert resp.resampler is not None
         wire = resp.resampler.process_pcm16(np.asarray(out.pcm, dtype=np.int16).reshape(-1))
@@ -367,17 +380,28 @@ class ConnectionOutputs:
                 "content_index": 0,
             }
             self.emit({"type": self.name("response.output_audio.done"), **base})
+            if resp.text:
+                self.emit(
+                    {
+                        "type": self.name("response.output_audio_transcript.done"),
+                        **base,
+                        "transcript": resp.text,
+                    }
+                )
             self.emit(
                 {
                     "type": "response.content_part.done",
                     **base,
-                    "part": {"type": "audio", "transcript": ""},
+                    "part": {"type": "audio", "transcript": resp.text},
                 }
             )
             item = resp.items[resp.output_index]
             item["status"] = "completed" if status == "completed" else "incomplete"
             item["content"] = [
-                {"type": "output_audio" if self.dialect == "ga" else "audio", "transcript": ""}
+                {
+                    "type": "output_audio" if self.dialect == "ga" else "audio",
+                    "transcript": resp.text,
+                }
             ]
             self.emit(
                 {
@@ -387,6 +411,8 @@ class ConnectionOutputs:
                     "item": item if self.dialect == "ga" else beta_item(item),
                 }
             )
+            if self.dialect == "ga":
+                self.emit({"type": "conversation.item.done", "item": dict(item)})
         self.emit({"type": "response.done", "response": self.response_doc(resp, status, reason)})
         if self.open_rid == resp.rid:
             self.open_rid = None
@@ -420,7 +446,7 @@ class ConnectionOutputs:
                 }
             )
             if self.settings.get("turn") != "manual":
-                self.emit({"type": "input_audio_buffer.committed", "item_id": item})
+                self.commit_user_item(item)
                 self.user_item = None
                 self.uncommitted = 0
             self.last_user_item = item
@@ -447,7 +473,10 @@ class ConnectionOutputs:
                     }
                 )
         elif et == "response.created" and ev.response_id:
-            self.response(ev.response_id)
+            resp = self.response(ev.response_id)
+            said = ev.data.get("text")
+            if isinstance(said, str) and not resp.text:
+                resp.text = said.strip()
         elif et in ("response.done", "response.cancelled") and ev.response_id:
             resp = self.response(ev.response_id)
             status = "cancelled" if et == "response.cancelled" else ev.data.get("status")
@@ -463,6 +492,32 @@ class ConnectionOutputs:
         elif et == "session.error":
             msg = ev.reason or str(ev.data.get("message") or ev.data.get("error") or "agent error")
             self.error(msg, kind="server_error", code="agent_error")
+
+    def commit_user_item(self, item_id: str) -> None:
+        """The user's audio up to now is an item: ``input_audio_buffer.committed`` and the
+        item's ``conversation.item.added`` + ``.done`` (beta ``conversation.item.created``);
+        its transcript follows in ``...input_audio_transcription.completed``."""
+        self.emit({"type": "input_audio_buffer.committed", "item_id": item_id})
+        content = [{"type": "input_audio", "transcript": None}]
+        item = {
+            "id": item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": content,
+        }
+        self.item_added(item)
+
+    def item_added(self, item: dict[str, Any], *, done: bool = True) -> None:
+        """An item joined the conversation: GA ``conversation.item.added`` (+ ``.done`` when
+        it is complete already), beta ``conversation.item.created``."""
+        if self.dialect == "ga":
+            self.emit({"type": "conversation.item.added", "item": item})
+            if done:
+                self.emit({"type": "conversation.item.done", "item": item})
+        else:
+            self.emit({"type": "conversation.item.created", "item": beta_item(item)})
 
     def _user_item_for(self, ev: AgentEvent) -> str:
         if ev.utterance_id and ev.utterance_id in self.utterance_items:

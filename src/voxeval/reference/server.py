@@ -108,7 +108,6 @@ from voxeval.reference.realtime_outputs import (
     MODEL_NAME,
     ConnectionOutputs,
     ProtocolChoice,
-    beta_item,
 )
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
@@ -446,8 +445,10 @@ class _Connection(ConnectionOutputs):
         self.uncommitted = 0
         item = self.user_item or self.new_id("item")
         self.user_item = None
-        self.emit({"type": "input_audio_buffer.committed", "item_id": item})
-        self.submit(("hook", "on_commit", ()))
+        self.last_user_item = item
+        self.utterance_items[item] = item  # the agent names the committed turn by its item
+        self.commit_user_item(item)
+        self.submit(("hook", "on_commit", (item,)))
 
     def on_clear_input(self, ev: dict[str, Any]) -> None:
         self.inbuf = np.zeros(0, np.int16)
@@ -511,14 +512,7 @@ class _Connection(ConnectionOutputs):
             }
             ack.update(id=item_id, object="realtime.item", status="completed")
             self.submit(("hook", "on_item", (dict(item),)))
-        self._item_added(ack)
-
-    def _item_added(self, item: dict[str, Any]) -> None:
-        if self.dialect == "ga":
-            self.emit({"type": "conversation.item.added", "item": item})
-            self.emit({"type": "conversation.item.done", "item": item})
-        else:
-            self.emit({"type": "conversation.item.created", "item": beta_item(item)})
+        self.item_added(ack)
 
     def on_response_create(self, ev: dict[str, Any]) -> None:
         if "response" in ev and not isinstance(ev["response"], dict | None):
