@@ -55,6 +55,13 @@ def reference() -> None:
     show_default=True,
     help="Input frame size handed to the agent.",
 )
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Sessions served at once; further clients are refused (HTTP 503) until one ends.",
+)
 def serve_cmd(
     host: str,
     port: int,
@@ -63,6 +70,7 @@ def serve_cmd(
     token_env: str | None,
     protocol: str,
     frame_ms: str,
+    max_connections: int,
 ) -> None:
     """Serve an agent over the Realtime WebSocket protocol until interrupted (Ctrl-C).
 
@@ -93,6 +101,7 @@ def serve_cmd(
             protocol=protocol,  # type: ignore[arg-type]
             ready=ready,
             frame_ms=int(frame_ms),
+            max_connections=max_connections,
         )
     except ValueError as exc:
         _usage_exit(str(exc))

@@ -62,7 +62,9 @@ a real-time estimate from that moment, all of its audio has played (plus
 Reliability
 ===========
 Binds to 127.0.0.1 unless told otherwise. With ``token_env`` the handshake must carry
-``Authorization: Bearer <token>`` (HTTP 401 otherwise). Every client message is checked (text
+``Authorization: Bearer <token>`` (HTTP 401 otherwise). At most ``max_connections`` sessions
+run at once (HTTP 503 beyond). A session whose client leaves while its agent is still being
+built never starts; agents share the process's warm models (``speech.warm_up`` runs once). Every client message is checked (text
 frame, size <= ``max_message_bytes``, JSON object, known ``type``, field types); bad input is
 answered with an ``error`` event (rate-limited) and the connection stays open. A message larger
 than ``4 * max_message_bytes`` is refused by the WebSocket layer (close 1009). A client that
@@ -160,6 +162,9 @@ class _Connection(ConnectionOutputs):
         agent: Any = None
         try:
             agent = self.srv.factory()
+            if not self.alive:  # the client left while the agent was being built
+                self.finish(agent)
+                return
             info = SessionInfo(
                 session_id=self.sid,
                 sample_rate=self.srv.sample_rate,
@@ -299,8 +304,16 @@ class _Connection(ConnectionOutputs):
 
     # ------------------------------------------------------------------ main
     async def run(self) -> None:
+        worker_done = asyncio.Event()
         if self.inline is None:
-            self.worker = threading.Thread(target=self.work, name=f"agent-{self.sid}", daemon=True)
+
+            def work() -> None:
+                try:
+                    self.work()
+                finally:  # joined by an event, not a pool thread that waits
+                    self._threadsafe(worker_done.set)
+
+            self.worker = threading.Thread(target=work, name=f"agent-{self.sid}", daemon=True)
             self.worker.start()
         self.emit(
             {
@@ -321,9 +334,9 @@ class _Connection(ConnectionOutputs):
             self.stop_worker()
             for task in tasks:
                 task.cancel()
-            worker = self.worker
-            if worker is not None:
-                await asyncio.to_thread(worker.join, 10.0)
+            if self.worker is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(worker_done.wait(), 10.0)
 
     async def ticker(self) -> None:
         """Idle ticks for the agent's clock and the playback completion estimate."""
@@ -603,7 +616,10 @@ class RealtimeServer:
         on_end: Callable[[str, SessionEnd], None] | None = None,
         trace: Callable[[str, dict[str, Any]], None] | None = None,
         agent_thread: bool = True,
+        max_connections: int = 16,
     ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         if protocol not in ("ga", "beta", "auto"):
             raise ValueError(f"protocol must be ga, beta or auto, not {protocol!r}")
         if frame_ms not in (10, 20):
@@ -623,6 +639,8 @@ class RealtimeServer:
         self.on_end = on_end
         self.trace = trace
         self.agent_thread = agent_thread
+        self.max_connections = max_connections
+        self.refused = 0  # handshakes refused at the connection cap
         self._token: str | None = None
         if token_env:
             token = os.environ.get(token_env)
@@ -645,12 +663,20 @@ class RealtimeServer:
 
     # ------------------------------------------------------------------ lifecycle
     def _process_request(self, connection: Any, request: Any) -> Any:
-        if self._token is None:
-            return None
-        given = request.headers.get("Authorization", "")
-        if hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
-            return None
-        return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token\n")
+        if self._token is not None:
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
+                return connection.respond(
+                    HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token\n"
+                )
+        if len(self.connections) >= self.max_connections:
+            self.refused += 1
+            return connection.respond(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"the server is at its limit of {self.max_connections} sessions; "
+                "retry when one ends\n",
+            )
+        return None
 
     async def start(self) -> str:
         """Bind and start accepting; returns the URL (with the real port when ``port=0``)."""

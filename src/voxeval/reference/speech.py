@@ -147,6 +147,7 @@ def speak(text: str, sr: int = SR) -> np.ndarray:
 
 
 _warmed = threading.Event()
+_warming = threading.Lock()
 
 
 def warm_up() -> None:
@@ -154,9 +155,12 @@ def warm_up() -> None:
     sessions start) so that no session pays for it."""
     if _warmed.is_set():
         return
-    transcribe(np.zeros(SR, np.float32))
-    speak("Hello.")
-    _warmed.set()
+    with _warming:  # one warm-up: sessions that start meanwhile wait for it, not redo it
+        if _warmed.is_set():
+            return
+        transcribe(np.zeros(SR, np.float32))
+        speak("Hello.")
+        _warmed.set()
 
 
 def speech_versions() -> dict[str, str]:
