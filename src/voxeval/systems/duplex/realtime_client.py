@@ -74,17 +74,13 @@ own decisions are measured). The behaviour used is in ``info["barge_in"]`` and t
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import json
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -96,9 +92,9 @@ from voxeval.contracts.duplex.agent_api import (
     PlaybackReport,
     SessionEnd,
     SessionInfo,
-    Stamped,
     ToolCall,
 )
+from voxeval.systems.duplex.link_base import LinkBase, describe_error, redact_url
 from voxeval.systems.duplex.realtime_protocol import (
     CLIENT_EVENT_TYPES,
     PROTOCOL_RATE,
@@ -108,27 +104,12 @@ from voxeval.systems.duplex.realtime_protocol import (
     b64_to_pcm16,
     canonical_name,
     client_session,
-    elide_audio,
     function_tools,
 )
 
-__all__ = ["BargeIn", "RealtimeClient", "redact_url"]
+__all__ = ["BargeIn", "RealtimeClient"]
 
 BargeIn = Literal["protocol", "server", "client"]
-
-_ERROR_CAP = 20
-"""session.error events per kind before further ones are only counted."""
-_SECRETISH = ("key", "token", "secret", "password", "auth")
-
-
-def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    query = [
-        (k, "<redacted>" if any(s in k.lower() for s in _SECRETISH) else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    netloc = parts.netloc.rsplit("@", 1)[-1]  # never keep user:password@
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
 
 
 class ItemAudio:
@@ -145,7 +126,7 @@ class ItemAudio:
         return self.samples * 1000 / PROTOCOL_RATE
 
 
-class RealtimeClient:
+class RealtimeClient(LinkBase):
     """The client half of a Realtime session as a ``DuplexAgent``, without its transport.
 
     A subclass sets ``TRANSPORT`` and ``PROTOCOL_BARGE_IN`` (what its documentation tells
@@ -208,22 +189,18 @@ class RealtimeClient:
             "barge_in": self.barge_in,
             "barge_in_source": "protocol default" if barge_in == "protocol" else "option",
         }
-        self.raw_log: list[dict[str, Any]] = []
-        self.stats: Counter[str] = Counter()
-        self._lock = threading.RLock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self._session_doc: dict[str, Any] = {}
         self._reset_session_state()
 
     # ------------------------------------------------------------------ state
     def _reset_session_state(self) -> None:
         self._t0 = time.monotonic_ns()
-        self._out: list[AgentOutput] = []
+        self._out = []
         self._connected = False
         self._closing = False
         self._connecting = False  # a reconnection is under way (``on_connection(True)``)
-        self._errors: Counter[str] = Counter()
+        self._errors = Counter()
         self._unknown: set[str] = set()
         self._items: dict[str, list[ItemAudio]] = {}  # response id -> audio items
         self._item_of: dict[str, ItemAudio] = {}  # "item_id:content_index"
@@ -237,82 +214,6 @@ class RealtimeClient:
         self._sr = 16_000
         self._frames_sent = 0  # user samples handed to the transport
         self._first_audio = False  # the last audio delta began an item (hop trace)
-
-    def _now(self) -> int:
-        return time.monotonic_ns() - self._t0
-
-    def _emit(self, output: AgentEvent | AudioOut | ClearAudio | ToolCall) -> None:
-        with self._lock:
-            self._out.append(Stamped(self._now(), output))
-
-    def _count(self, key: str, n: int = 1) -> None:
-        with self._lock:
-            self.stats[key] += n
-
-    def poll(self, now_ns: int) -> list[AgentOutput]:
-        """What arrived since the last call, without sending anything (the driver polls
-        between frames so events keep their receipt times)."""
-        return self._drain()
-
-    def _drain(self) -> list[AgentOutput]:
-        with self._lock:
-            out, self._out = self._out, []
-        return out
-
-    def _error(self, kind: str, reason: str, **data: Any) -> None:
-        """A ``session.error`` (at most ``_ERROR_CAP`` per kind; the rest are counted)."""
-        with self._lock:
-            self._count(f"error.{kind}", 1)
-            self._errors[kind] += 1
-            n = self._errors[kind]
-        if n > _ERROR_CAP:
-            return
-        if n == _ERROR_CAP:
-            reason += f" (further {kind} errors are only counted in the stats)"
-        self._emit(AgentEvent("session.error", {"kind": kind, **data}, reason=reason))
-
-    def _log(self, side: str, event: dict[str, Any] | None, **extra: Any) -> None:
-        if len(self.raw_log) >= self.raw_log_limit:
-            self._count("raw_log.dropped", 1)
-            return
-        line: dict[str, Any] = {"t_ns": self._now(), "side": side, "direction": side}
-        if event is not None:
-            line["event"] = elide_audio(event)
-        line.update(extra)
-        self.raw_log.append(line)
-
-    # ------------------------------------------------------------------ loop thread
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            return self._loop
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(
-            target=loop.run_forever, name="voxeval-realtime-link", daemon=True
-        )
-        thread.start()
-        self._loop, self._thread = loop, thread
-        return loop
-
-    def _run(self, coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
-        """Run ``coro`` on the link's loop and wait at most ``timeout`` seconds."""
-        loop = self._ensure_loop()
-        fut = asyncio.run_coroutine_threadsafe(coro, loop)
-        try:
-            return fut.result(timeout)
-        except TimeoutError:
-            fut.cancel()
-            raise
-
-    def _stop_loop(self) -> None:
-        loop, thread = self._loop, self._thread
-        self._loop = self._thread = None
-        if loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(timeout=2.0)
-        if not loop.is_running():
-            loop.close()
 
     # ------------------------------------------------------------------ receiving
     def _receive_event(self, message: str | bytes) -> None:
@@ -667,27 +568,8 @@ class RealtimeClient:
             }
         )
 
-    # ------------------------------------------------------------------ raw log
-    def raw_log_lines(self) -> list[str]:
-        """The raw log as JSONL lines."""
-        return [json.dumps(line, separators=(",", ":")) for line in self.raw_log]
-
-    def write_raw_log(self, path: str | Path) -> Path:
-        """Write the raw log as JSONL (readable by ``import_realtime_log``)."""
-        path = Path(path)
-        path.write_text("".join(line + "\n" for line in self.raw_log_lines()), encoding="utf-8")
-        return path
-
 
 # --------------------------------------------------------------------------- helpers
-
-
-def describe_error(exc: BaseException) -> str:
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    if status is not None:
-        return f"the server refused the connection (HTTP {status})"
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
 
 
 @functools.lru_cache(maxsize=8)

@@ -59,12 +59,8 @@ import numpy as np
 from voxeval.contracts.duplex.agent_api import AgentOutput, Stamped
 from voxeval.core.registry import options_of
 from voxeval.core.specs import is_harness_option
-from voxeval.systems.duplex.realtime_client import (
-    BargeIn,
-    RealtimeClient,
-    describe_error,
-    redact_url,
-)
+from voxeval.systems.duplex.link_base import describe_error, redact_url
+from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import BETA_HEADER, Dialect, pcm16_to_b64
 
 __all__ = [

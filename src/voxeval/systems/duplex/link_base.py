@@ -1,0 +1,156 @@
+"""What every link to an agent in another process shares, whatever its protocol.
+
+A link is a ``DuplexAgent`` whose network runs on a background thread with its own asyncio
+loop (``_ensure_loop``, ``_run``, ``_stop_loop``), so the driver's calls never wait for it.
+Outputs are stamped on the session clock as they arrive (``_emit``: ``Stamped(receipt_ns,
+...)``; the clock is the driver's, set by ``_t0`` at ``start``) and handed over by ``poll`` /
+``_drain``. Problems are ``session.error`` events, at most ``ERROR_CAP`` per kind (the rest are
+counted in ``stats``). ``raw_log`` keeps what went over the wire as JSON lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from voxeval.contracts.duplex.agent_api import (
+    AgentEvent,
+    AgentOutput,
+    AudioOut,
+    ClearAudio,
+    Stamped,
+    ToolCall,
+)
+from voxeval.systems.duplex.realtime_protocol import elide_audio
+
+__all__ = ["ERROR_CAP", "LinkBase", "describe_error", "redact_url"]
+
+ERROR_CAP = 20
+"""session.error events per kind before further ones are only counted."""
+_SECRETISH = ("key", "token", "secret", "password", "auth")
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    query = [
+        (k, "<redacted>" if any(s in k.lower() for s in _SECRETISH) else v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    ]
+    netloc = parts.netloc.rsplit("@", 1)[-1]  # never keep user:password@
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
+
+
+def describe_error(exc: BaseException) -> str:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status is not None:
+        return f"the server refused the connection (HTTP {status})"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+class LinkBase:
+    """Clock, outputs, capped errors, stats, raw log and loop thread of a link."""
+
+    raw_log_limit: int = 500_000
+
+    def __init__(self) -> None:
+        self.raw_log: list[dict[str, Any]] = []
+        self.stats: Counter[str] = Counter()
+        self._lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._t0 = time.monotonic_ns()
+        self._out: list[AgentOutput] = []
+        self._errors: Counter[str] = Counter()
+
+    def _now(self) -> int:
+        return time.monotonic_ns() - self._t0
+
+    def _emit(self, output: AgentEvent | AudioOut | ClearAudio | ToolCall) -> None:
+        with self._lock:
+            self._out.append(Stamped(self._now(), output))
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats[key] += n
+
+    def poll(self, now_ns: int) -> list[AgentOutput]:
+        """What arrived since the last call, without sending anything (the driver polls
+        between frames so events keep their receipt times)."""
+        return self._drain()
+
+    def _drain(self) -> list[AgentOutput]:
+        with self._lock:
+            out, self._out = self._out, []
+        return out
+
+    def _error(self, kind: str, reason: str, **data: Any) -> None:
+        """A ``session.error`` (at most ``ERROR_CAP`` per kind; the rest are counted)."""
+        with self._lock:
+            self._count(f"error.{kind}", 1)
+            self._errors[kind] += 1
+            n = self._errors[kind]
+        if n > ERROR_CAP:
+            return
+        if n == ERROR_CAP:
+            reason += f" (further {kind} errors are only counted in the stats)"
+        self._emit(AgentEvent("session.error", {"kind": kind, **data}, reason=reason))
+
+    def _log(self, side: str, event: dict[str, Any] | None, **extra: Any) -> None:
+        if len(self.raw_log) >= self.raw_log_limit:
+            self._count("raw_log.dropped", 1)
+            return
+        line: dict[str, Any] = {"t_ns": self._now(), "side": side, "direction": side}
+        if event is not None:
+            line["event"] = elide_audio(event)
+        line.update(extra)
+        self.raw_log.append(line)
+
+    # ------------------------------------------------------------------ loop thread
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            return self._loop
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="voxeval-link", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        return loop
+
+    def _run(self, coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+        """Run ``coro`` on the link's loop and wait at most ``timeout`` seconds."""
+        loop = self._ensure_loop()
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return fut.result(timeout)
+        except TimeoutError:
+            fut.cancel()
+            raise
+
+    def _stop_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=2.0)
+        if not loop.is_running():
+            loop.close()
+
+    # ------------------------------------------------------------------ raw log
+    def raw_log_lines(self) -> list[str]:
+        """The raw log as JSONL lines."""
+        return [json.dumps(line, separators=(",", ":")) for line in self.raw_log]
+
+    def write_raw_log(self, path: str | Path) -> Path:
+        """Write the raw log as JSONL (readable by ``import_realtime_log``)."""
+        path = Path(path)
+        path.write_text("".join(line + "\n" for line in self.raw_log_lines()), encoding="utf-8")
+        return path
