@@ -56,6 +56,15 @@ def reference() -> None:
     help="Input frame size handed to the agent.",
 )
 @click.option(
+    "--transport",
+    type=click.Choice(["realtime-ws", "webrtc", "twilio-ws"]),
+    default="realtime-ws",
+    show_default=True,
+    help="realtime-ws: OpenAI Realtime over WebSocket; webrtc: the Realtime WebRTC flow (SDP "
+    "offer POSTed to /v1/realtime/calls, events on the oai-events data channel, Opus audio); "
+    "twilio-ws: the agent's side of Twilio Media Streams (ws://HOST:PORT/media).",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(min=1),
     default=16,
@@ -70,13 +79,16 @@ def serve_cmd(
     token_env: str | None,
     protocol: str,
     frame_ms: str,
+    transport: str,
     max_connections: int,
 ) -> None:
-    """Serve an agent over the Realtime WebSocket protocol until interrupted (Ctrl-C).
+    """Serve an agent until interrupted (Ctrl-C), over the Realtime WebSocket protocol (the
+    default), the Realtime WebRTC flow, or as a phone agent behind Twilio Media Streams.
 
-    Prints the URL (ws://HOST:PORT) as the first stdout line once it listens. Binds to
-    127.0.0.1 by default; a token is required with --token-env. Each connection gets a fresh
-    agent; see voxeval.reference.server for the protocol subset.
+    Prints the URL as the first stdout line once it listens (ws://HOST:PORT,
+    http://HOST:PORT/v1/realtime/calls, ws://HOST:PORT/media). Binds to 127.0.0.1 by
+    default; a token is required with --token-env. Each connection gets a fresh agent; see
+    voxeval.reference.server, .webrtc_server and .twilio_server.
     """
     from voxeval.core.errors import BackendUnavailable, InputError
 
@@ -89,10 +101,15 @@ def serve_cmd(
     label = agent_spec or f"reference:{policy}"
 
     def ready(url: str) -> None:
-        click.echo(f"{url} (agent {label}, protocol {protocol})")
+        click.echo(f"{url} (agent {label}, transport {transport}, protocol {protocol})")
         sys.stdout.flush()
 
     try:
+        if transport != "realtime-ws":
+            _serve_other(
+                transport, factory, host, port, token_env, int(frame_ms), max_connections, ready
+            )
+            return
         serve_agent(
             factory,
             host=host,
@@ -107,6 +124,46 @@ def serve_cmd(
         _usage_exit(str(exc))
     except OSError as exc:
         _usage_exit(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def _serve_other(
+    transport: str,
+    factory: Any,
+    host: str,
+    port: int,
+    token_env: str | None,
+    frame_ms: int,
+    max_connections: int,
+    ready: Any,
+) -> None:
+    import asyncio
+    import contextlib
+
+    server: Any
+    if transport == "twilio-ws":
+        from voxeval.reference.twilio_server import TwilioAgentServer
+
+        server = TwilioAgentServer(
+            factory,
+            host=host,
+            port=port,
+            token_env=token_env,
+            frame_ms=frame_ms,
+            max_connections=max_connections,
+        )
+    else:
+        from voxeval.reference.webrtc_server import WebRTCAgentServer
+
+        server = WebRTCAgentServer(
+            factory,
+            host=host,
+            port=port,
+            token_env=token_env,
+            frame_ms=frame_ms,
+            max_connections=max_connections,
+        )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(ready))
 
 
 def _usage_exit(message: str) -> NoReturn:

@@ -281,6 +281,21 @@ BUILTIN_BACKENDS += [
         ),
     ),
     BackendInfo(
+        "twilio-ws",
+        ("duplex",),
+        "voxeval.systems.duplex.twilio_ws:build",
+        requires=("websockets",),
+        extra="live",
+        description="an agent behind a phone number: voxeval plays Twilio's side of Media "
+        "Streams (8 kHz mu-law) against its WebSocket",
+        target="the agent's ws:// or wss:// Media Streams URL",
+        options=(
+            Opt("gap_ms", "float", "400", "agent silence that ends a burst of its audio"),
+            Opt("key_env", "str", "", "environment variable with a bearer token"),
+            Opt("connect_timeout_s", "float", "5", "seconds to connect"),
+        ),
+    ),
+    BackendInfo(
         "echo",
         ("duplex",),
         "voxeval.systems.duplex.local:build_echo",

@@ -81,7 +81,8 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class AgentEvent:
-    """A ledger event produced by the agent (``producer = "agent"``)."""
+    """A ledger event produced by the agent (``producer = "agent"``), or by the link that
+    reaches it (``producer = "transport"``: what the network path itself reported)."""
 
     event_type: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -90,6 +91,7 @@ class AgentEvent:
     task_id: str | None = None
     playback_id: str | None = None
     reason: str | None = None
+    producer: str = "agent"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from voxeval.contracts.duplex.agent_api import (
     Stamped,
     ToolCall,
 )
+from voxeval.contracts.duplex.event import ClockKind, ProducerClock
 from voxeval.systems.duplex.realtime_protocol import elide_audio
 
 __all__ = ["ERROR_CAP", "LinkBase", "describe_error", "redact_url"]
@@ -69,6 +70,19 @@ class LinkBase:
         self._t0 = time.monotonic_ns()
         self._out: list[AgentOutput] = []
         self._errors: Counter[str] = Counter()
+
+    def producer_clock(self, producer: str) -> ProducerClock:
+        """How this link's stamps map to the session clock: the link stamps what it receives
+        with ``time.monotonic_ns() - t0``, ``t0`` set from the driver's ``start`` call (one
+        machine clock; the offset is 0 to within the microseconds of that call)."""
+        return ProducerClock(
+            producer=producer,
+            kind=ClockKind.MONOTONIC,
+            offset_ns=0,
+            uncertainty_ns=50_000,
+            method=f"{type(self).__name__} stamps receipts on the driver's session clock "
+            "(time.monotonic_ns - t0, t0 from the start call)",
+        )
 
     def _now(self) -> int:
         return time.monotonic_ns() - self._t0

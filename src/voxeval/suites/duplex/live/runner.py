@@ -77,7 +77,8 @@ def _agent_key(spec: str) -> str:
 
 
 def _transport(spec: str) -> str:
-    return "socket" if spec.startswith(("ws://", "wss://", "pcm-ws:")) else "in_process"
+    socket = ("ws://", "wss://", "pcm-ws:", "twilio-ws:", "webrtc:")
+    return "socket" if spec.startswith(socket) else "in_process"
 
 
 def run_scenarios(

@@ -565,10 +565,11 @@ class _Session:
                 cut = self.player.clear(out.response_id, sample)
                 self._player_events(cut)
                 ns = max([ns, *(self._ns(pe.sample) for pe in cut)])
+            self._clock(out.producer)
             self.log(
                 out.event_type,
                 ns,
-                producer="agent",
+                producer=out.producer,
                 response_id=out.response_id,
                 utterance_id=out.utterance_id,
                 task_id=out.task_id,
@@ -580,6 +581,22 @@ class _Session:
                 self.player.mark_done(out.response_id)
                 self._render(sample)
                 self._player_events(self.player.flush_done())
+
+    def _clock(self, producer: str) -> None:
+        """A producer's clock record, written when it first appears (a link's ``transport``
+        events: the link says how its stamps map to the session clock)."""
+        if producer in self.clocked:
+            return
+        self.clocked.add(producer)
+        describe = getattr(self.agent, "producer_clock", None)
+        clock = describe(producer) if callable(describe) else None
+        if not isinstance(clock, ProducerClock):
+            clock = ProducerClock(
+                producer=producer,
+                kind=ClockKind.MONOTONIC if self.cfg.clock == "real" else ClockKind.VIRTUAL,
+                method="stamped by the agent on the session clock (not stated further)",
+            )
+        self.events.append(clock.to_event(self.sid, 0))
 
     def _render(self, sample: int) -> None:
         self._player_events(self.player.advance_to(sample))
@@ -649,6 +666,7 @@ class _Session:
                 else "shared virtual clock",
             )
             self.events.append(clock.to_event(self.sid, 0))
+        self.clocked = set(PRODUCERS)
         self.t_start = time.monotonic_ns()
         self.log(
             "session.connected",
