@@ -143,9 +143,9 @@ class AgentHost:
     def _call(self, agent: Any, job: tuple[Any, ...]) -> list[AgentOutput] | None:
         kind, now = job[0], self.now()
         if kind == "frame":
-            return agent.push_audio(job[1], now)  # type: ignore[no-any-return]
+            return agent.push_audio(job[1], now)
         if kind == "playback":
-            return agent.on_playback(job[1], now)  # type: ignore[no-any-return]
+            return agent.on_playback(job[1], now)
         if kind == "hook":
             hook = getattr(agent, job[1], None)
             return hook(*job[2], now) if callable(hook) else []

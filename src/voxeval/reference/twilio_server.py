@@ -208,7 +208,8 @@ class _Call:
         return True
 
     def on_start(self, msg: dict[str, Any]) -> bool:
-        start = msg.get("start") if isinstance(msg.get("start"), dict) else {}
+        given = msg.get("start")
+        start: dict[str, Any] = given if isinstance(given, dict) else {}
         fmt = start.get("mediaFormat") or {}
         if (fmt.get("encoding"), fmt.get("sampleRate"), fmt.get("channels", 1)) != (
             "audio/x-mulaw",
