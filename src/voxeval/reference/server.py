@@ -424,10 +424,15 @@ class _Connection(ConnectionOutputs):
             pcm = b64_to_pcm16(audio)
         except ValueError as exc:
             raise _Invalid(str(exc), "audio") from None
+        eid = ev.get("event_id")
+        self.feed(pcm, eid if isinstance(eid, str) and eid.startswith(HOP_PREFIX) else None)
+
+    def feed(self, pcm: np.ndarray, traced: str | None = None) -> None:
+        """The client's audio (24 kHz int16), from appends or a media track, to the agent in
+        ``frame_ms`` frames; ``traced``: the hop-trace id of the append that carried it."""
         self.last_input_ns = self.now()
         self.uncommitted += pcm.size
-        eid = ev.get("event_id")
-        traced = isinstance(eid, str) and eid.startswith(HOP_PREFIX)
+        eid = traced
         x = self.in_rs.process_pcm16(pcm)
         if not self.aligned and x.size:
             # lead the stream with silence so that frames end where the client's appends end:

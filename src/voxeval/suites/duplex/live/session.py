@@ -337,6 +337,7 @@ class _Session:
         self.tools = ToolWorld(scenario, session_id)
         self.link = _Link(list(scenario.faults), config.seed)
         self.events: list[Event] = []
+        self.route = config.route  # a link that measures its route replaces it (after start)
         self.seq = itertools.count()
         self.queue: list[tuple[int, int, str, Any]] = []
         self.agent_free = 0
@@ -405,7 +406,7 @@ class _Session:
             producer=producer,
             monotonic_ns=ns,
             seq=next(self.seq),
-            route=self.cfg.route,
+            route=self.route,
             **{k: v for k, v in fields.items() if v is not None},
         )
         self.events.append(ev)
@@ -582,6 +583,16 @@ class _Session:
                 self._render(sample)
                 self._player_events(self.player.flush_done())
 
+    def _observed_route(self) -> None:
+        """A link that knows the network route it took (WebRTC: the nominated ICE pair) sets
+        the session's route, for the events already logged too: the route is measured, never
+        copied from a label."""
+        observed = getattr(self.agent, "observed_route", None)
+        if observed not in ("direct", "relay") or observed == self.route:
+            return
+        self.route = observed
+        self.events = [e.model_copy(update={"route": observed}) for e in self.events]
+
     def _clock(self, producer: str) -> None:
         """A producer's clock record, written when it first appears (a link's ``transport``
         events: the link says how its stamps map to the session clock)."""
@@ -674,6 +685,7 @@ class _Session:
             data={"clock": self.cfg.clock, "compute": self.cfg.compute},
         )
         self._call(0, lambda t: self.agent.start(info, t))
+        self._observed_route()
         cap = self._sample(round(self.cfg.max_session_ms * 1e6))
         k = 0
         while True:
@@ -742,7 +754,7 @@ class _Session:
             end=session_end,
             tool_audit=audit,
             skipped=self.skipped,
-            route=self.cfg.route,
+            route=self.route,
             stats={
                 "duration_s": round(n / self.sr, 3),
                 "agent_calls": self.calls,
