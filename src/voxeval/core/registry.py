@@ -302,6 +302,13 @@ BUILTIN_BACKENDS += [
             Opt("session_model", "str", "", "model named in session.update"),
             Opt("connect_timeout_s", "float", "10", "seconds to connect (offer, ICE, DTLS)"),
             Opt("media_timeout_s", "float", "3", "no media for this long: the path is lost"),
+            Opt(
+                "impair",
+                "bool",
+                "false",
+                "apply the scenario's network faults on the real path (a seeded UDP relay "
+                "as the TURN hop: needs route=relay)",
+            ),
         ),
     ),
     BackendInfo(

@@ -77,6 +77,8 @@ class SessionInfo:
     """On the virtual clock: whether the agent's compute is charged to the clock (None on the
     real clock). With ``zero`` nothing the agent computes costs session time, so a
     deterministic agent may reuse results it computed before (the outputs are the same)."""
+    seed: int = 0
+    """The run's seed: what a link draws (an impairing relay's losses) is seeded from it."""
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,7 @@ class Fault(Strict):
     kind: FaultKind
     direction: Literal["uplink", "downlink", "both"] = "both"
     at_ms: int | None = Field(default=None, ge=0)
+    """When it starts (neither ``at_ms`` nor ``after``: from the session's start)."""
     after: Trigger | None = None
     duration_ms: int | None = Field(default=None, gt=0)
     """How long it lasts (None: to the end; required for disconnect)."""

@@ -60,6 +60,8 @@ class LinkBase:
     """Clock, outputs, capped errors, stats, raw log and loop thread of a link."""
 
     raw_log_limit: int = 500_000
+    RAW_LOG_NAME = "realtime.jsonl"
+    """The bundle file the raw log is kept in."""
 
     def __init__(self) -> None:
         self.raw_log: list[dict[str, Any]] = []

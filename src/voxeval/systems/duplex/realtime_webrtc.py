@@ -48,6 +48,7 @@ from voxeval.contracts.duplex.agent_api import (
     AudioOut,
     PlaybackReport,
 )
+from voxeval.systems.duplex.impair import NETWORK_KINDS, ImpairPlan, UdpImpairer
 from voxeval.systems.duplex.link_base import describe_error, redact_url
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
@@ -114,6 +115,7 @@ class WebRTCAgentLink(RealtimeClient):
         session_model: str | None = None,
         connect_timeout_s: float = 10.0,
         media_timeout_s: float = 3.0,
+        impair: bool = False,
         endpoint_ms: float = 500.0,
         threshold_dbfs: float = -40.0,
     ) -> None:
@@ -122,6 +124,8 @@ class WebRTCAgentLink(RealtimeClient):
         _import_aiortc()
         self.route = route
         self.media_timeout_s = media_timeout_s
+        self.impair = impair
+        self.applies_faults = NETWORK_KINDS if impair else frozenset()
         self.turn_server = turn_server
         self.turn_user_env = turn_user_env
         self.turn_pass_env = turn_pass_env
@@ -135,6 +139,12 @@ class WebRTCAgentLink(RealtimeClient):
             raise ValueError(f"route must be direct or relay, not {route!r}")
         if route == "relay" and not turn_server:
             raise ValueError("route=relay needs a TURN server (turn=turn:HOST:PORT)")
+        if impair and route != "relay":
+            raise ValueError(
+                "impair runs as the TURN hop: give route=relay and a TURN server (both peers "
+                "check each other directly on a direct route, so a relay in front of one "
+                "candidate would not carry the media)"
+            )
         super().__init__(
             url,
             protocol=protocol,
@@ -172,6 +182,10 @@ class WebRTCAgentLink(RealtimeClient):
         self.ice: dict[str, Any] | None = None
         self.observed_route: str | None = None
         self._backlog: deque[np.ndarray] = deque()
+        self._plan: ImpairPlan | None = None
+        self._relays: list[UdpImpairer] = []
+        self._faults: list[Any] = getattr(self, "_faults", [])
+        self._seed: int = getattr(self, "_seed", 0)
 
     def _is_open(self) -> bool:
         return self._pc is not None or self._loop is not None
@@ -203,9 +217,12 @@ class WebRTCAgentLink(RealtimeClient):
     async def _connect(self) -> None:
         from aiortc import RTCPeerConnection, RTCSessionDescription
 
+        turn = self.turn_server
+        if self._plan is not None and turn and self.route == "relay":  # impair the TURN hop
+            turn = await self._front(turn)
         config = ice_configuration(
             route=self.route,
-            turn=self.turn_server,
+            turn=turn,
             turn_user_env=self.turn_user_env,
             turn_pass_env=self.turn_pass_env,
             stun=self.stun,
@@ -231,6 +248,24 @@ class WebRTCAgentLink(RealtimeClient):
         self.ice = selected_route(pc)
         self.observed_route = self.ice["route"] if self.ice else None
 
+    async def _relay(self, host: str, port: int) -> int:
+        assert self._plan is not None
+        relay = UdpImpairer((host, port), self._plan, t0_ns=self._t0)
+        self._relays.append(relay)
+        return await relay.start()
+
+    async def _front(self, turn: str) -> str:
+        """The TURN server's URL, with an impairing relay in front of it."""
+        scheme, _, where = turn.partition(":")
+        host, _, port = where.split("?", 1)[0].rpartition(":")
+        return f"{scheme}:127.0.0.1:{await self._relay(host or where, int(port or 3478))}"
+
+    def on_fault_window(self, i: int, start_ms: float) -> None:
+        """The session opened fault ``i``'s window (its trigger fired)."""
+        plan, loop = self._plan, self._loop
+        if plan is not None and loop is not None:
+            loop.call_soon_threadsafe(plan.open, i, start_ms)
+
     def _on_state(self) -> None:
         pc = self._pc
         if pc is not None and pc.connectionState in ("failed", "closed", "disconnected"):
@@ -244,6 +279,8 @@ class WebRTCAgentLink(RealtimeClient):
         self._error("connection", f"connection lost: {reason}")
 
     def _open_session(self) -> None:
+        if self.impair and self._plan is None:  # one plan per session: reconnections share it
+            self._plan = ImpairPlan(self._faults, seed=self._seed)
         try:
             self._run(self._connect(), self.connect_timeout_s + 2.0)
         except PermissionError as exc:
@@ -273,6 +310,8 @@ class WebRTCAgentLink(RealtimeClient):
         if pc is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(pc.close(), 3.0)
+        for relay in self._relays:
+            relay.close()
 
     # ------------------------------------------------------------------ events and audio
     def _send(self, event: dict[str, Any]) -> None:
@@ -414,10 +453,18 @@ class WebRTCAgentLink(RealtimeClient):
 
     # ------------------------------------------------------------------ DuplexAgent
     def start(self, session: Any, now_ns: int) -> list[AgentOutput]:
-        self._up = StreamResampler(session.sample_rate, WEBRTC_RATE)
-        out = super().start(session, now_ns)
+        self._faults = list(session.scenario.faults) if session.scenario is not None else []
+        self._seed = int(getattr(session, "seed", 0))
+        out = super().start(session, now_ns)  # resets the session state, then connects
         self._up = StreamResampler(session.sample_rate, WEBRTC_RATE)
         return out
+
+    def finish(self, now_ns: int) -> Any:
+        end = super().finish(now_ns)
+        if self._relays:
+            reports = [r.report() for r in self._relays]
+            end.info["realtime"]["impairment"] = reports[0] if len(reports) == 1 else reports
+        return end
 
     def on_playback(self, report: PlaybackReport, now_ns: int) -> list[AgentOutput]:
         """Nothing to tell: over WebRTC the server knows what was played."""
@@ -513,6 +560,8 @@ def build(spec: Any, capability: str) -> WebRTCLinkFactory:
             options["turn"] = value
         elif key == "ice_hosts":
             options["ice_hosts"] = tuple(h for h in value.split(",") if h)
+        elif key == "impair":
+            options["impair"] = value.lower() in ("1", "true", "yes")
         elif key in _PASSED:
             options[key] = value
     try:

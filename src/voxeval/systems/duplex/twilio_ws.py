@@ -76,6 +76,7 @@ class TwilioStreamLink(LinkBase):
     """Twilio's side of a Media Stream, as a ``DuplexAgent`` (module docstring)."""
 
     TRANSPORT = "twilio-ws"
+    RAW_LOG_NAME = "media-stream.jsonl"
 
     def __init__(
         self,

@@ -315,7 +315,8 @@ def _one_session(
             result.end.final_state = state
             result.stats["state_probe"] = {"probe": state_probe, "problem": problem}
         raw_log = getattr(instance, "write_raw_log", None)
-        extra_files = {"realtime.jsonl": raw_log} if callable(raw_log) else {}
+        log_name = str(getattr(instance, "RAW_LOG_NAME", "realtime.jsonl"))
+        extra_files = {log_name: raw_log} if callable(raw_log) else {}
     finally:
         close = getattr(instance, "close", None)
         if callable(close):

@@ -51,7 +51,10 @@ kept; ``loss`` replaces lost uplink frames by silence (what packet-loss concealm
 and drops lost downlink audio chunks; ``disconnect`` drops everything both ways for its
 duration, logs ``session.disconnected`` / ``session.resumed`` and tells the agent
 (``on_connection``); ``backlog`` adds ``backlog_ms`` to the player's output delay. Each fault
-logs ``fault.started`` / ``fault.ended`` with its parameters.
+logs ``fault.started`` / ``fault.ended`` with its parameters. A link that impairs the real
+network path (``applies_faults``: the kinds it applies, e.g. WebRTC through ``impair.py``'s
+relay) is told when each window opens (``on_fault_window(i, start_ms)``) and those kinds are
+not modelled here too.
 """
 
 from __future__ import annotations
@@ -255,14 +258,15 @@ class ToolWorld:
 class _Link:
     """Seeded network model of the scenario's faults (see the module docstring)."""
 
-    def __init__(self, faults: list[Fault], seed: int) -> None:
+    def __init__(self, faults: list[Fault], seed: int, real: frozenset[str] = frozenset()) -> None:
         self.faults = faults
+        self.real = real  # kinds the agent's link applies on the real path: not modelled here
         self.rng = random.Random(seed)
         self.windows: dict[int, tuple[float, float]] = {}
         self.last_arrival = {"uplink": 0.0, "downlink": 0.0}
         for i, f in enumerate(faults):
-            if f.at_ms is not None:
-                self.open(i, float(f.at_ms))
+            if f.after is None:  # at ``at_ms``, or from the start when neither is given
+                self.open(i, float(f.at_ms or 0))
 
     def open(self, i: int, t_ms: float) -> None:
         if i in self.windows:
@@ -275,12 +279,17 @@ class _Link:
         out = []
         for i, (a, b) in self.windows.items():
             f = self.faults[i]
-            if f.kind is kind and a <= t_ms < b and f.direction in (direction, "both"):
+            if (
+                f.kind is kind
+                and kind not in self.real
+                and a <= t_ms < b
+                and f.direction in (direction, "both")
+            ):
                 out.append(f)
         return out
 
     def connected(self, t_ms: float) -> bool:
-        return not any(
+        return FaultKind.DISCONNECT in self.real or not any(
             f.kind is FaultKind.DISCONNECT and a <= t_ms < b
             for i, (a, b) in self.windows.items()
             for f in [self.faults[i]]
@@ -335,7 +344,8 @@ class _Session:
             self.sr, device_delay_ms=config.device_delay_ms, progress_ms=config.progress_ms
         )
         self.tools = ToolWorld(scenario, session_id)
-        self.link = _Link(list(scenario.faults), config.seed)
+        real: frozenset[str] = frozenset(getattr(agent, "applies_faults", ()))
+        self.link = _Link(list(scenario.faults), config.seed, frozenset(real))
         self.events: list[Event] = []
         self.route = config.route  # a link that measures its route replaces it (after start)
         self.seq = itertools.count()
@@ -465,6 +475,7 @@ class _Session:
                 and self._belongs(ev, f.after.ref, ns)
             ):
                 self.link.open(i, (ns + f.after.offset_ms * 1_000_000) / 1e6)
+                self._tell_window(i, self.link.windows[i][0])
 
     # -- queue ---------------------------------------------------------------------------------
     def _push(self, ns: int, kind: str, payload: Any) -> None:
@@ -583,6 +594,12 @@ class _Session:
                 self._render(sample)
                 self._player_events(self.player.flush_done())
 
+    def _tell_window(self, i: int, start_ms: float) -> None:
+        """A link that impairs the real path learns when a fault's window opens."""
+        hook = getattr(self.agent, "on_fault_window", None)
+        if callable(hook):
+            hook(i, start_ms)
+
     def _observed_route(self) -> None:
         """A link that knows the network route it took (WebRTC: the nominated ICE pair) sets
         the session's route, for the events already logged too: the route is measured, never
@@ -665,6 +682,7 @@ class _Session:
             clock=self.cfg.clock,
             route=self.cfg.route,
             compute=self.cfg.compute if self.cfg.clock == "virtual" else None,
+            seed=self.cfg.seed,
         )
         for p in PRODUCERS:
             real = self.cfg.clock == "real"
@@ -686,6 +704,8 @@ class _Session:
         )
         self._call(0, lambda t: self.agent.start(info, t))
         self._observed_route()
+        for i, (a, _) in sorted(self.link.windows.items()):
+            self._tell_window(i, a)
         cap = self._sample(round(self.cfg.max_session_ms * 1e6))
         k = 0
         while True:
