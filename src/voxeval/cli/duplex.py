@@ -605,7 +605,13 @@ def gate_cmd(
     help="Virtual clock: charge the agent's measured compute to the clock, or count it as zero.",
 )
 @click.option(
-    "--route", type=click.Choice(["direct", "relay"]), default="direct", show_default=True
+    "--route",
+    type=click.Choice(["direct", "relay"]),
+    multiple=True,
+    help="Network route: a label for WebSocket and in-process agents; a WebRTC agent takes "
+    "it (relay: through the spec's TURN server). Repeat it (--route direct --route relay) to "
+    "run every session on each route: the report gives each route its own latencies. "
+    "[default: direct]",
 )
 @click.option("--frame-ms", type=click.Choice(["10", "20"]), default="20", show_default=True)
 @click.option(
@@ -642,7 +648,7 @@ def run_cmd(
     resume: bool,
     clock: str | None,
     compute: str,
-    route: str,
+    route: tuple[str, ...],
     frame_ms: str,
     clips: Path | None,
     detector: str,
@@ -692,7 +698,7 @@ def run_cmd(
                 click.echo(problem.format(), err=True)
             sys.exit(EXIT_USAGE)
         with progress_bar(flags.progress) as progress:
-            total = len(scenarios) * repeat * len(agents)
+            total = len(scenarios) * repeat * len(agents) * max(1, len(set(route)))
             task = progress.add_task("sessions", total=total, status="")
             store = run_scenarios(
                 scenarios,
@@ -702,7 +708,7 @@ def run_cmd(
                 resume=resume,
                 clock=clock,
                 compute=compute,
-                route=route,
+                route=list(route) or ["direct"],
                 frame_ms=int(frame_ms),
                 detector=detector,
                 clips=clips,

@@ -104,10 +104,23 @@ def serve_cmd(
         click.echo(f"{url} (agent {label}, transport {transport}, protocol {protocol})")
         sys.stdout.flush()
 
+    def ended(session_id: str, end: Any) -> None:  # one line per session, on stderr
+        import os
+
+        click.echo(f"session {session_id} ended (pid {os.getpid()})", err=True)
+
     try:
         if transport != "realtime-ws":
             _serve_other(
-                transport, factory, host, port, token_env, int(frame_ms), max_connections, ready
+                transport,
+                factory,
+                host,
+                port,
+                token_env,
+                int(frame_ms),
+                max_connections,
+                ready,
+                ended,
             )
             return
         serve_agent(
@@ -119,6 +132,7 @@ def serve_cmd(
             ready=ready,
             frame_ms=int(frame_ms),
             max_connections=max_connections,
+            on_end=ended,
         )
     except ValueError as exc:
         _usage_exit(str(exc))
@@ -135,6 +149,7 @@ def _serve_other(
     frame_ms: int,
     max_connections: int,
     ready: Any,
+    ended: Any,
 ) -> None:
     import asyncio
     import contextlib
@@ -150,6 +165,7 @@ def _serve_other(
             token_env=token_env,
             frame_ms=frame_ms,
             max_connections=max_connections,
+            on_end=ended,
         )
     else:
         from voxeval.reference.webrtc_server import WebRTCAgentServer
@@ -161,6 +177,7 @@ def _serve_other(
             token_env=token_env,
             frame_ms=frame_ms,
             max_connections=max_connections,
+            on_end=ended,
         )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_forever(ready))

@@ -276,6 +276,11 @@ class WebRTCAgentLink(RealtimeClient):
             return
         self._connected = False
         self._count("connection.lost")
+        self._emit(
+            AgentEvent(
+                "session.disconnected", {"cause": reason}, reason=reason, producer="transport"
+            )
+        )
         self._error("connection", f"connection lost: {reason}")
 
     def _open_session(self) -> None:

@@ -69,6 +69,29 @@ def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
     return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
 
 
+def _on_route(spec: str, route: str, routes: list[str]) -> str:
+    """``spec`` set to take ``route``: a WebRTC agent's ``route`` option (a run of several
+    routes needs agents that can take each: WebRTC without a route of its own)."""
+    from voxeval.core.specs import parse_spec
+
+    parsed = parse_spec(spec)
+    if len(routes) == 1 and parsed.backend != "webrtc":
+        return spec  # a label for an agent that cannot choose its route
+    if parsed.backend != "webrtc":
+        raise InputError(
+            f"{spec}: a run over several routes ({', '.join(routes)}) needs WebRTC agents "
+            "(webrtc:URL); this agent cannot choose its network route"
+        )
+    given = parsed.options.get("route")
+    if given is not None and given != route and len(routes) > 1:
+        raise InputError(
+            f"{spec} fixes route={given}; a run over several routes sets each session's route"
+        )
+    if given is not None or (route == "direct" and len(routes) == 1):
+        return spec
+    return f"{spec}{'&' if '?' in spec else '?'}route={route}"
+
+
 def _agent_key(spec: str) -> str:
     """A folder name for an agent spec."""
     import re
@@ -90,7 +113,7 @@ def run_scenarios(
     resume: bool = False,
     clock: str | None = None,
     compute: str = "charged",
-    route: str = "direct",
+    route: str | Sequence[str] = "direct",
     frame_ms: int = 20,
     detector: str = "silero",
     clips: str | Path | None = None,
@@ -118,6 +141,11 @@ def run_scenarios(
     (kept in ``run.json`` as ``matrix``, outside the resume fingerprint; ``matrix_source``
     names where it came from); the report then ends in each system's recommendation.
 
+    ``route``: a label for agents that cannot choose (in-process, WebSocket), or the routes a
+    WebRTC agent takes: with several (``["direct", "relay"]``) every repeat runs once on each
+    (repeat index ``r * len(routes) + k``), the agent's spec fixing no route of its own; the
+    session's route is then what its ICE pair says.
+
     ``self_check`` (default on): before the sessions, the harness measures its own added
     latency with a loopback echo agent on the run's transports and clock, and after them pools
     the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
@@ -134,15 +162,17 @@ def run_scenarios(
     clock = clock or ("real" if sockets else "virtual")
     if sockets and clock != "real":
         raise InputError(f"{sockets[0]}: a socket agent runs on the real clock only")
-    factories: dict[str, AgentFactory] = {}
+    routes = [route] if isinstance(route, str) else list(dict.fromkeys(route))
+    factories: dict[tuple[str, str], AgentFactory] = {}
     infos: dict[str, dict[str, Any]] = {}
     for a in agents:
         given = factory.get(a) if isinstance(factory, Mapping) else factory
-        if given is None:
-            factories[a], infos[a] = build_agent_factory(a)
-        else:
-            factories[a] = given
-            infos[a] = dict(getattr(given, "info", None) or {"backend": "given"})
+        for rt in routes:
+            if given is not None:
+                factories[(a, rt)] = given
+                infos[a] = dict(getattr(given, "info", None) or {"backend": "given"})
+            else:
+                factories[(a, rt)], infos[a] = build_agent_factory(_on_route(a, rt, routes))
     config = {
         "mode": "bundles",
         "live": {
@@ -150,7 +180,7 @@ def run_scenarios(
             "transport": transports[agents[0]] if len(agents) == 1 else transports,
             "clock": clock,
             "compute": compute if clock == "virtual" else None,
-            "route": route,
+            "route": routes[0] if len(routes) == 1 else routes,
             "frame_ms": frame_ms,
             "repeat": repeat,
             "seed": seed,
@@ -188,19 +218,22 @@ def run_scenarios(
         (a, sc, path, r)
         for a in agents
         for sc, path in scenarios
-        for r in range(repeat)
+        for r in range(repeat * len(routes))
         if (sc.id, a, r) not in done
     ]
     if on_plan:
         on_plan(len(todo))
     cache = Path(cache_dir) if cache_dir else store.path.parent / ".render-cache"
-    session_cfg = SessionConfig(
-        frame_ms=frame_ms,
-        clock="real" if clock == "real" else "virtual",
-        compute="zero" if compute == "zero" else "charged",
-        route=route,
-        seed=seed,
-    )
+    configs = {
+        rt: SessionConfig(
+            frame_ms=frame_ms,
+            clock="real" if clock == "real" else "virtual",
+            compute="zero" if compute == "zero" else "charged",
+            route=rt,
+            seed=seed,
+        )
+        for rt in routes
+    }
     if self_check and todo:
         _self_check_latency(store, {transports[a] for a in agents}, clock, frame_ms)
     try:
@@ -221,11 +254,11 @@ def run_scenarios(
                 path,
                 r,
                 a,
-                factories[a],
+                factories[(a, routes[r % len(routes)])],
                 infos[a],
                 stored,
                 store,
-                session_cfg,
+                configs[routes[r % len(routes)]],
                 provenance,
                 detector,
                 clips,
