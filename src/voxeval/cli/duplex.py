@@ -675,14 +675,17 @@ def run_cmd(
     from voxeval.core.items import Item
     from voxeval.core.manifests import select_subset
     from voxeval.core.registry import REGISTRY
-    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
+    from voxeval.suites.duplex.live.runner import route_spec, run_scenarios, select_scenarios
     from voxeval.suites.duplex.live.scenarios import load_scenario_set
 
     flags = RunFlags.pop(kwargs)
     flags.seed = seed
     try:
+        routes = list(dict.fromkeys(route)) or ["direct"]
         for spec in agents:
             REGISTRY.check("duplex", spec)
+            for rt in routes:
+                route_spec(spec, rt, routes)
         scenarios = select_scenarios(load_scenario_set(scenario_set), only)
         scenarios, subset = select_subset(scenarios, flags.limit, flags.sample, seed)
         if flags.dry_run:
@@ -698,7 +701,7 @@ def run_cmd(
                 click.echo(problem.format(), err=True)
             sys.exit(EXIT_USAGE)
         with progress_bar(flags.progress) as progress:
-            total = len(scenarios) * repeat * len(agents) * max(1, len(set(route)))
+            total = len(scenarios) * repeat * len(agents) * len(routes)
             task = progress.add_task("sessions", total=total, status="")
             store = run_scenarios(
                 scenarios,
@@ -708,7 +711,7 @@ def run_cmd(
                 resume=resume,
                 clock=clock,
                 compute=compute,
-                route=list(route) or ["direct"],
+                route=routes,
                 frame_ms=int(frame_ms),
                 detector=detector,
                 clips=clips,

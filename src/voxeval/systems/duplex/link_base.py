@@ -11,6 +11,7 @@ counted in ``stats``). ``raw_log`` keeps what went over the wire as JSON lines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -154,6 +155,16 @@ class LinkBase:
         self._loop = self._thread = None
         if loop is None:
             return
+
+        async def settle() -> None:  # cancel what is still running (a peer's DTLS reader...)
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=1.0) if tasks else None
+
+        if loop.is_running():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(settle(), loop).result(2.0)
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout=2.0)

@@ -178,6 +178,7 @@ class WebRTCAgentLink(RealtimeClient):
         self._latest: str | None = None  # latest response created
         self._tail: str | None = None  # stopped; its last frames are still in the jitter buffer
         self._held: dict[str, dict[str, Any]] = {}  # response.done held until its audio ends
+        self._ended: set[str] = set()  # responses cleared or done: later audio is not theirs
         self._reader: asyncio.Task[Any] | None = None
         self.ice: dict[str, Any] | None = None
         self.observed_route: str | None = None
@@ -397,10 +398,16 @@ class WebRTCAgentLink(RealtimeClient):
                     rid = self._tail
             if rid is None and audible:  # audible with no span open: the latest response
                 rid = self._latest
+            if rid is not None and rid in self._ended and rid != self._tail:
+                # frames in flight when the server cut or ended the response: they would have
+                # been heard, but the player has closed it; counted, not replayed
+                self._count("audio.after_end_samples", int(out.size))
+                rid = None
         if rid is not None and out.size:
             self._emit(AudioOut(rid, out))
 
     def _release(self, rid: str) -> None:
+        self._ended.add(rid)
         held = self._held.pop(rid, None)
         if held is not None:
             super()._on_response_done(held)
@@ -426,6 +433,8 @@ class WebRTCAgentLink(RealtimeClient):
 
     def _on_cleared(self, ev: dict[str, Any]) -> None:
         with self._lock:
+            cut = (ev.get("response_id"), self._playing, self._tail, self._latest)
+            self._ended.update(r for r in cut if isinstance(r, str))
             self._playing = None
             self._tail = None
         super()._on_cleared(ev)
@@ -445,6 +454,8 @@ class WebRTCAgentLink(RealtimeClient):
             if playing and status == "completed":
                 self._held[str(rid)] = ev
                 return
+            if isinstance(rid, str):
+                self._ended.add(rid)
         super()._on_response_done(ev)
 
     _HANDLERS: ClassVar[dict[str, Any]] = {

@@ -127,23 +127,27 @@ class TurnServer:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def relayed(self) -> dict[str, Any]:
-        """What coturn reports it relayed, from the usage lines it logs per allocation (when
-        one ends, and periodically): ``client`` (packets and bytes received from and sent to
-        the allocating client: ``rp``, ``rb``, ``sp``, ``sb``) and ``peer`` (the same on the
-        relayed side, towards the agent); the last line of each session counts."""
-        last: dict[tuple[str, str], tuple[int, ...]] = {}
+        """What coturn reports it relayed, from the ``usage:`` / ``peer usage:`` lines it logs
+        per allocation (every 1024 packets and when the allocation ends; each line counts the
+        packets since the previous one, so they add up): ``client`` (packets and bytes received
+        from and sent to the allocating client: ``rp``, ``rb``, ``sp``, ``sb``) and ``peer``
+        (the same on the relayed side, towards the agent). Allocations still open have not
+        logged their last interval yet."""
+        totals: dict[str, list[int]] = {"client": [0, 0, 0, 0], "peer": [0, 0, 0, 0]}
+        sessions: set[str] = set()
         for line in self.log().splitlines():
             m = _USAGE.search(line)
             if m is None:
                 continue
-            session = line.split("session ", 1)[-1].split(":", 1)[0]
-            side = "peer" if m.group(1) else "client"
-            last[(session, side)] = tuple(int(v) for v in m.groups()[1:])
-        out: dict[str, Any] = {}
-        for side in ("client", "peer"):
-            rows = [v for (_, s), v in last.items() if s == side]
-            out[side] = {k: sum(r[i] for r in rows) for i, k in enumerate(("rp", "rb", "sp", "sb"))}
-        out["allocations"] = len({sess for sess, _ in last})
+            sessions.add(line.split("session ", 1)[-1].split(":", 1)[0])
+            row = totals["peer" if m.group(1) else "client"]
+            for i, v in enumerate(m.groups()[1:]):
+                row[i] += int(v)
+        out: dict[str, Any] = {
+            side: dict(zip(("rp", "rb", "sp", "sb"), row, strict=True))
+            for side, row in totals.items()
+        }
+        out["allocations"] = len(sessions)
         return out
 
     def alive(self) -> bool:

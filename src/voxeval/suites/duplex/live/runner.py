@@ -69,7 +69,7 @@ def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
     return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
 
 
-def _on_route(spec: str, route: str, routes: list[str]) -> str:
+def route_spec(spec: str, route: str, routes: list[str]) -> str:
     """``spec`` set to take ``route``: a WebRTC agent's ``route`` option (a run of several
     routes needs agents that can take each: WebRTC without a route of its own)."""
     from voxeval.core.specs import parse_spec
@@ -172,7 +172,7 @@ def run_scenarios(
                 factories[(a, rt)] = given
                 infos[a] = dict(getattr(given, "info", None) or {"backend": "given"})
             else:
-                factories[(a, rt)], infos[a] = build_agent_factory(_on_route(a, rt, routes))
+                factories[(a, rt)], infos[a] = build_agent_factory(route_spec(a, rt, routes))
     config = {
         "mode": "bundles",
         "live": {

@@ -88,7 +88,7 @@ from voxeval.contracts.duplex.agent_api import (
 )
 from voxeval.contracts.duplex.event import ClockKind, Event, ProducerClock
 from voxeval.contracts.duplex.scenario import Fault, FaultKind, Scenario, Segment
-from voxeval.contracts.duplex.vocabulary import Role
+from voxeval.contracts.duplex.vocabulary import Role, Route
 from voxeval.suites.duplex.live.playback import PlaybackEvent, PlaybackModel
 
 __all__ = [
@@ -608,7 +608,7 @@ class _Session:
         if observed not in ("direct", "relay") or observed == self.route:
             return
         self.route = observed
-        self.events = [e.model_copy(update={"route": observed}) for e in self.events]
+        self.events = [e.model_copy(update={"route": Route(observed)}) for e in self.events]
 
     def _clock(self, producer: str) -> None:
         """A producer's clock record, written when it first appears (a link's ``transport``
