@@ -64,7 +64,7 @@ import copy
 import dataclasses
 import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -251,6 +251,7 @@ def measure_harness_latency(
     url: str | None = None,
     server_rate: int | None = None,
     hop_trace: bool = True,
+    make_link: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
     """Run the probe session through ``transport`` on ``clock`` and measure the lag.
 
@@ -260,8 +261,10 @@ def measure_harness_latency(
     ``server_rate`` (default: the protocol's 24 kHz, so the server does no resampling of its
     own and what is measured is the driver, the link, the protocol and the socket, as in front
     of any Realtime-native agent; 16000 adds the reference server's 24 <-> 16 kHz resampling,
-    which every 16 kHz agent it serves carries as part of its own latency). Raises on a
-    failure to run (the caller records it).
+    which every 16 kHz agent it serves carries as part of its own latency). ``make_link``
+    (with ``url``, the same server): another transport's link to it (WebRTC, Twilio Media
+    Streams), probed the same way, not hop-traced. Raises on a failure to run (the caller
+    records it).
 
     Socket probes are hop-traced (``hop_trace``, see ``hop_breakdown``): the block gets
     ``hops`` (per-hop medians) and, beside the end-to-end ``median_ms`` (the figure held against
@@ -316,10 +319,10 @@ def measure_harness_latency(
 
         def once(audio: dict[str, np.ndarray], config: SessionConfig, sid: str) -> SessionResult:
             assert url is not None
-            link = RealtimeAgentLink(url, hop_trace=hop_trace)
+            link = make_link() if make_link else RealtimeAgentLink(url, hop_trace=hop_trace)
             try:
                 res = run_session(scenario, audio, link, config, sid)
-                hops[:] = link.hops
+                hops[:] = getattr(link, "hops", [])
             finally:
                 with contextlib.suppress(Exception):
                     link.close()
