@@ -62,7 +62,7 @@ def probe(url: str, make_link: Callable[[], Any] | None, n: int, frame_ms: int) 
     for _ in range(n):
         links: list[Any] = []
 
-        def made() -> Any:
+        def made(links: list[Any] = links) -> Any:
             assert make_link is not None
             links.append(make_link())
             return links[-1]
@@ -119,16 +119,19 @@ def main() -> int:
                     rows.append(
                         (
                             "twilio-ws",
-                            probe(url, lambda u=url: TwilioStreamLink(u), args.probes, args.frame_ms),
+                            probe(
+                                url, lambda u=url: TwilioStreamLink(u), args.probes, args.frame_ms
+                            ),
                         )
                     )
                 else:
-                    direct = probe(url, lambda u=url: WebRTCAgentLink(u), args.probes, args.frame_ms)
+                    direct = probe(
+                        url, lambda u=url: WebRTCAgentLink(u), args.probes, args.frame_ms
+                    )
                     rows.append(("webrtc direct", direct))
                     if turn is not None:
-                        t = turn
 
-                        def relay(u: str = url) -> Any:
+                        def relay(u: str = url, t: TurnServer = turn) -> Any:
                             return WebRTCAgentLink(
                                 u,
                                 route="relay",
