@@ -18,6 +18,25 @@ needs_speech = pytest.mark.skipif(
 )
 
 
+def need(what: str, present: bool, how: str) -> None:
+    """Skip when ``what`` is missing, saying why; under ``CI=true`` fail instead (CI installs
+    it: a missing transport dependency there is a broken set-up, not a reason to skip)."""
+    import os
+
+    if present:
+        return
+    message = f"{what} is not available: {how}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {message}")
+    pytest.skip(message)
+
+
+def importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def arctic_clip(name: str, seconds: float | None = None) -> np.ndarray:
     """A CMU ARCTIC recording at 16 kHz float32, optionally cut to ``seconds``."""
     import soxr

@@ -20,10 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.duplex import arctic_clip, cut_in_scenario, needs_speech
-
-pytest.importorskip("aiortc")
-
+from tests.helpers.duplex import arctic_clip, cut_in_scenario, importable, need, needs_speech
 from voxeval.contracts.duplex.agent_api import SessionEnd
 from voxeval.reference.webrtc_server import WebRTCAgentServer
 from voxeval.suites.duplex.live.session import SessionConfig, run_session
@@ -32,6 +29,12 @@ from voxeval.systems.duplex.simple_agents import EnergyAgent
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration
 
 pytestmark = pytest.mark.live
+
+
+@pytest.fixture(autouse=True)
+def _aiortc() -> None:
+    need("aiortc", importable("aiortc"), "pip install 'voxeval[webrtc]' (make test installs it)")
+
 
 _CANDIDATE = re.compile(r"^a=candidate:\S+ \d+ \S+ \d+ (\S+) \d+ typ (\w+)", re.M)
 

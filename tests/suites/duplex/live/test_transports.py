@@ -28,29 +28,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers.duplex import importable, need
 from tests.reference.test_fault_injection import _needs_speech_stack
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("transports")]
 
 SCENARIOS = ("interruption-2s", "backchannel-okay")
-
-
-def need(what: str, present: bool, how: str) -> None:
-    """Skip when ``what`` is missing, with the reason; under CI=true fail instead."""
-    if present:
-        return
-    message = f"{what} is not available: {how}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: {message}")
-    pytest.skip(message)
-
-
-def _aiortc() -> bool:
-    try:
-        import aiortc  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class Served:
@@ -92,7 +75,7 @@ class Served:
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, Served]]:
     _needs_speech_stack()
-    need("aiortc", _aiortc(), "pip install 'voxeval[webrtc]' (make test installs it)")
+    need("aiortc", importable("aiortc"), "pip install 'voxeval[webrtc]' (make test installs it)")
     started: dict[str, Served] = {}
     try:
         for transport in ("realtime-ws", "webrtc", "twilio-ws"):
