@@ -12,6 +12,15 @@ refactor. The stereo and Realtime goldens are the same on both commits):
 (WORK: any scratch folder; runs already made there are reused.) The goldens are written next
 to this script; the tests imported are the old checkout's (the current directory).
 
+The ``careful`` and ``naive`` goldens were remade on 22679df (issue 17) with ``--policies``
+from that checkout itself: the fault-window fix of issue 17 (a fault with neither ``at_ms``
+nor ``after`` now runs from the session's start) meant to move the network sessions, and
+nothing else moved between dbc1e82 and 22679df on that machine. With them, each session's
+``asr.final`` texts (``<policy>.heard.json``): whisper int8 on another CPU can hear a borderline
+word differently ("park" / "part"), and the test compares such a machine's sessions apart.
+
+    PYTHONPATH=src python tests/golden/duplex/make_goldens.py WORK --policies
+
 Four cases, each a report.json and a gate.json of the example matrix with a baseline:
 ``careful`` and ``naive`` (the reference agent's two policies over the default scenario set,
 virtual clock, zero compute, seed 0; each is the other's baseline), ``stereo`` (one call of
@@ -68,7 +77,20 @@ def gate(run: Path, baseline: Path, name: str, work: Path) -> None:
     save(f"{name}.gate.json", (folder / "gate.json").read_text())
 
 
-def main(work: Path) -> None:
+def heard(run: Path) -> dict[str, list[str]]:
+    """Per session folder (scenario/repeat), the texts of the agent's ``asr.final`` events."""
+    out: dict[str, list[str]] = {}
+    for events in sorted(run.glob("bundles/*/*/events.jsonl")):
+        texts = []
+        for line in events.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if event.get("event_type") == "asr.final":
+                texts.append(str((event.get("data") or {}).get("text", "")))
+        out[f"{events.parts[-3]}/{events.parts[-2]}"] = texts
+    return out
+
+
+def main(work: Path, policies_only: bool = False) -> None:
     work.mkdir(parents=True, exist_ok=True)
     runs = {}
     for policy in ("careful", "naive"):
@@ -90,6 +112,18 @@ def main(work: Path) -> None:
             "--out",
             str(work / policy),
         )
+    for policy, run in runs.items():
+        save(f"{policy}.heard.json", json.dumps(heard(run), indent=1, sort_keys=True))
+    if policies_only:
+        for policy in ("careful", "naive"):
+            save(f"{policy}.report.json", (runs[policy] / "report.json").read_text())
+        for policy, other in (("careful", "naive"), ("naive", "careful")):
+            folder = voxeval(  # today's ``duplex gate`` writes into the run (a scratch copy)
+                "duplex", "gate", str(runs[policy]), "--matrix", MATRIX,
+                "--baseline", str(runs[other]),
+            )  # fmt: skip
+            save(f"{policy}.gate.json", (folder / "gate.json").read_text())
+        return
     calls = {}
     for name in ("d02_bargein_cut_200", "d03_bargein_cut_450"):
         calls[name] = voxeval(
@@ -126,4 +160,4 @@ def realtime(work: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), policies_only="--policies" in sys.argv[2:])
