@@ -12,7 +12,12 @@ rows is only the way there and back:
   printed is the one read from the nominated ICE pair);
 * ``twilio-ws``: Twilio Media Streams (8 kHz mu-law in JSON, 20 ms messages).
 
-Printed per row: probes, bursts measured, median and P95 of the onset lag (ms), the median's
+A burst counts when its echo correlates >= 0.5 with it (the self-check's floor), or, through a
+lossy codec (Opus, mu-law), when it correlates >= 0.3 and its onset lag and whole-burst
+cross-correlation lag agree within 5 ms (Opus keeps noise's spectrum, not its waveform: the
+bursts' correlation is about 0.45-0.65 there while both lags agree to a millisecond).
+
+Printed per row: bursts measured and left out, median and P95 of the onset lag (ms), the median's
 difference from the WebSocket baseline measured in the same run, and the route the session
 observed. No target is held here (the issue asks for the figures); the WebSocket baseline's
 own target (median <= 5 ms in its 24 kHz set-up) is ``bench_harness_latency.py``'s. The
@@ -71,8 +76,11 @@ def probe(url: str, make_link: Callable[[], Any] | None, n: int, frame_ms: int) 
             "socket", "real", frame_ms=frame_ms, url=url, make_link=made if make_link else None
         )
         for b in block["bursts"]:
-            if b["correlation"] >= MIN_CORRELATION and b["onset_lag_ms"] is not None:
-                lags.append(b["onset_lag_ms"])
+            onset, xcorr = b["onset_lag_ms"], b["xcorr_lag_ms"]
+            agree = onset is not None and xcorr is not None and abs(onset - xcorr) <= 5.0
+            codec_ok = make_link is not None and b["correlation"] >= 0.3 and agree
+            if onset is not None and (b["correlation"] >= MIN_CORRELATION or codec_ok):
+                lags.append(onset)
             else:
                 lost += 1
         for link in links:
@@ -148,7 +156,7 @@ def main() -> int:
             relayed = turn.relayed()
             turn.cleanup()
     base = statistics.median(rows[0][1]["lags"]) if rows[0][1]["lags"] else None
-    print(f"{'set-up':16s}{'bursts':>8s}{'lost':>6s}{'median':>9s}{'P95':>9s}{'vs ws':>9s}  route")
+    print(f"{'set-up':16s}{'bursts':>8s}{'left':>6s}{'median':>9s}{'P95':>9s}{'vs ws':>9s}  route")
     for name, r in rows:
         lags = r["lags"]
         if not lags:
@@ -156,7 +164,7 @@ def main() -> int:
             continue
         med = statistics.median(lags)
         diff = f"{med - base:+8.1f}" if base is not None else "       -"
-        route = ",".join(sorted(r["routes"]))
+        route = ",".join(sorted(r["routes"])) or "direct (a label: WebSocket)"
         print(
             f"{name:16s}{len(lags):8d}{r['lost']:6d}{med:9.1f}{pct(lags, 0.95):9.1f}{diff} {route}"
         )

@@ -316,6 +316,8 @@ def measure_harness_latency(
             )
         else:
             where = f"a server at {url}"
+        if make_link is not None:
+            where += " via the link given"
 
         def once(audio: dict[str, np.ndarray], config: SessionConfig, sid: str) -> SessionResult:
             assert url is not None
@@ -436,7 +438,8 @@ def _latency_block(
     block: dict[str, Any] = {
         "transport": transport,
         "clock": clock,
-        "agent": f"echo over {where} via RealtimeAgentLink"
+        "agent": f"echo over {where}"
+        + ("" if "via the link" in where else " via RealtimeAgentLink")
         if transport == "socket"
         else "echo in process",
         **_spread(onset),
