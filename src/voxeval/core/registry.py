@@ -174,7 +174,7 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
     ),
     BackendInfo(
         "python",
-        ("transcribe", "synthesize", "understand", "duplex"),
+        ("transcribe", "synthesize", "understand", "converse", "duplex"),
         "voxeval.systems.python_callable:build",
         description="your own callable: python:module:factory",
         target="module:factory (imported from the current directory too)",
@@ -250,6 +250,15 @@ BUILTIN_BACKENDS += [
             Opt("endpoint_ms", "float", "policy's (careful 700)", "silence that ends a turn"),
             Opt("incomplete_endpoint_ms", "float", "1500", "silence after an unfinished turn"),
         ),
+    ),
+    BackendInfo(
+        "reference-sts",
+        ("converse",),
+        "voxeval.reference.sts:build_reference_sts",
+        requires=("faster_whisper", "piper"),
+        extra="all",
+        description="the offline speech-to-speech reference cascade (whisper, rules, piper)",
+        target="prosody_aware (its responder hears the voice in AO) or nothing",
     ),
     BackendInfo(
         "realtime",
@@ -374,6 +383,7 @@ BUILTIN_SUITES: dict[str, str] = {
     "study": "voxeval.study.suite:SUITE",
     "tts": "voxeval.suites.tts.suite:SUITE",
     "su": "voxeval.suites.su.suite:SUITE",
+    "sts": "voxeval.suites.sts.suite:SUITE",
     "demo": "voxeval.demo:DEMO_SUITE",
 }
 

@@ -118,3 +118,46 @@ def coerce_reply(value: Any, where: str = "system") -> Reply:
             )
     value.text = str(value.text or "")
     return value
+
+
+class CallableConversant:
+    """A user object with ``.converse(turn, history, mode)`` (``load()``/``describe()`` used
+    when present) or a callable ``f(turn, history, mode)``; answers go through
+    ``coerce_reply``."""
+
+    def __init__(
+        self, obj: Any, target: str = "", options: dict[str, str] | None = None, spec: str = ""
+    ) -> None:
+        from voxeval.core.errors import InputError
+
+        method = getattr(obj, "converse", None)
+        if callable(method):
+            self._call: Any = method
+            self.kind = "object"
+        elif callable(obj):
+            self._call = obj
+            self.kind = "callable"
+        else:
+            raise InputError(
+                f"{target or 'factory'} returned {type(obj).__name__}, which has no converse() "
+                "method and is not callable"
+            )
+        self.obj, self.target, self.spec = obj, target, spec
+        self.options = dict(options or {})
+
+    def load(self) -> None:
+        loader = getattr(self.obj, "load", None) if self.kind == "object" else None
+        if callable(loader):
+            loader()
+
+    def converse(self, turn: Turn, history: Sequence[HistoryTurn], mode: Mode) -> Reply:
+        return coerce_reply(self._call(turn, list(history), mode), self.target or "python system")
+
+    def describe(self) -> dict[str, Any]:
+        own = getattr(self.obj, "describe", None) if self.kind == "object" else None
+        info: dict[str, Any] = {"backend": "python", "target": self.target, **self.options}
+        if callable(own):
+            extra = own()
+            if isinstance(extra, dict):
+                info.update(extra)
+        return info

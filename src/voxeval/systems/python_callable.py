@@ -22,6 +22,9 @@ when the object declares ``sample_rate``); checked by
 ``understand``: an object with ``.understand(audio_parts, prompt)`` or a callable
 ``f(audio_parts, prompt)`` answering a ``str`` (anything else: ``SystemOutputError``).
 
+``converse``: an object with ``.converse(turn, history, mode)`` or a callable
+``f(turn, history, mode)`` (``systems.converse``), answering a ``Reply``, a ``str`` or a dict.
+
 ``duplex``: see :func:`voxeval.systems.duplex.local.build_python_agent`.
 """
 
@@ -48,7 +51,7 @@ __all__ = [
     "coerce_transcript",
 ]
 
-_CAPABILITIES = ("transcribe", "synthesize", "understand", "duplex")
+_CAPABILITIES = ("transcribe", "synthesize", "understand", "converse", "duplex")
 
 
 def build(spec: SystemSpec, capability: str) -> Any:
@@ -128,14 +131,17 @@ class CallableTranscriber:
 
 def wrap(obj: Any, capability: str, *, target: str, spec: SystemSpec) -> Any:
     """``obj`` (an object or a callable) as a system of ``capability``."""
+    from voxeval.systems.converse import CallableConversant
+
     wrapper = {
+        "converse": CallableConversant,
         "transcribe": CallableTranscriber,
         "synthesize": CallableSynthesizer,
         "understand": CallableUnderstander,
     }.get(capability)
     if wrapper is None:
         raise SpecError(
-            f"a Python object can transcribe, synthesize or understand, not {capability}"
+            f"a Python object can transcribe, synthesize, understand or converse, not {capability}"
         )
     return wrapper(obj, target=target, options=spec.backend_options, spec=spec.raw)
 

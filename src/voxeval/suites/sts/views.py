@@ -1,0 +1,151 @@
+"""The document of an STS report: what was heard (constructed renders or recordings), the
+AO - TO ablation per source with its tests, "k of n systems score higher with audio", the
+profile per system and dimension, and counts of empty, refused and text-only answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from voxeval.core.runstore import RunStore
+from voxeval.report.document import Document, Section, Summary, Table, Text
+from voxeval.report.html import fmt
+from voxeval.report.render import to_html, to_markdown
+from voxeval.report.summary import ProfileEntry, short_name
+from voxeval.suites.sts.items import DIMENSIONS
+
+__all__ = ["document", "profile", "render_html", "render_markdown"]
+
+
+def _ci(d: dict[str, Any]) -> str:
+    if d.get("ci_low") is None:
+        return "not estimable"
+    return f"[{fmt(d['ci_low'])}, {fmt(d['ci_high'])}]"
+
+
+def _row(label: str, d: dict[str, Any]) -> list[Any]:
+    return [label, d.get("mean"), _ci(d), d.get("n"), d.get("p"), d.get("p_holm")]
+
+
+def summary(report: dict[str, Any]) -> Summary:
+    sentences = []
+    k = report["k_of_n"].get("checklist", {})
+    for scope in ("natural", "scripted"):
+        row = k.get(scope)
+        if row and row["n"]:
+            sentences.append(
+                f"{scope.capitalize()} scenarios: {row['k_point']} of {row['n']} systems score "
+                f"higher with audio on the checklist proxy ({row['k_ci']} with a CI above 0)."
+            )
+    for s in report["systems"]:
+        d = (s["ao_minus_to"].get("checklist") or {}).get("overall")
+        if d and d.get("mean") is not None:
+            sentences.append(
+                f"{short_name(s['system'])}: AO - TO {fmt(d['mean'])} {_ci(d)} over {d['n']} "
+                "items (checklist proxy)."
+            )
+    return Summary(sentences=sentences)
+
+
+def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
+    doc = Document(
+        title=f"Speech-to-speech · {report['run_id']}",
+        summary=summary(report),
+        meta=f"Items {report['item_set']}",
+    )
+    heard = report.get("renders") or ""
+    if report.get("neutral_render"):
+        heard += " This run used the neutral re-render (every turn in the neutral style)."
+    doc.section(
+        "What the systems heard",
+        Text(heard),
+        Text(
+            "Scores here are automatic proxies (labelled as such): people (--study) and a "
+            "judge (--judge) score the dimensions themselves.",
+            "note",
+        ),
+    )
+    for source, meta in report["sources"].items():
+        sec = doc.section(f"Audio vs transcript: {meta['label']}")
+        for s in report["systems"]:
+            ab = s["ao_minus_to"].get(source)
+            if not ab:
+                continue
+            rows = [_row("all items", ab["overall"])]
+            for group in ("dimension", "scenario_type", "stressor"):
+                rows += [_row(f"{group}: {k}", d) for k, d in ab[group].items()]
+            sec.sub(
+                f"{s['system']} · AO - TO",
+                Table(["scope", "mean", "95% CI", "n", "Wilcoxon p", "Holm p"], rows),
+            )
+        k = report["k_of_n"].get(source, {})
+        sec.blocks.append(
+            Table(
+                ["scenarios", "systems", "higher with audio (point)", "higher (CI above 0)"],
+                [[scope, r["n"], r["k_point"], r["k_ci"]] for scope, r in k.items()],
+                caption="k of n systems score higher with audio",
+            )
+        )
+    prof = doc.section("Profile (checklist proxy, mean per item)")
+    for s in report["systems"]:
+        p = s["profile"].get("checklist", {})
+        rows = [
+            [
+                dim,
+                *(
+                    f"{fmt((p.get(m) or {}).get(dim, {}).get('mean'))} {_ci((p.get(m) or {}).get(dim, {}))}"
+                    for m in ("ao", "to")
+                ),
+            ]
+            for dim in DIMENSIONS
+        ]
+        prof.sub(s["system"], Table(["dimension", "AO", "TO"], rows))
+    doc.sections.append(
+        Section(
+            "Counts",
+            [
+                Table(
+                    ["system", "records by status", "empty", "refusals", "text only"],
+                    [
+                        [
+                            s["system"],
+                            ", ".join(f"{k} {v}" for k, v in s["status"].items()),
+                            s["empty"],
+                            s["refusals"],
+                            s["text_only"],
+                        ]
+                        for s in report["systems"]
+                    ],
+                )
+            ],
+        )
+    )
+    return doc
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    return to_markdown(document(report))
+
+
+def render_html(report: dict[str, Any], store: RunStore | None = None) -> str:
+    return to_html(document(report, store))
+
+
+def profile(report: dict[str, Any]) -> list[ProfileEntry]:
+    """STS cells of the capability profile: AO checklist proxy per dimension."""
+    out = []
+    for s in report["systems"]:
+        p = (s["profile"].get("checklist") or {}).get("ao") or {}
+        for dim in DIMENSIONS:
+            d = p.get(dim) or {}
+            out.append(
+                ProfileEntry(
+                    "STS",
+                    short_name(s["system"]),
+                    f"{dim} (AO, checklist)",
+                    d.get("mean"),
+                    d.get("ci_low"),
+                    d.get("ci_high"),
+                    d.get("n"),
+                )
+            )
+    return out
