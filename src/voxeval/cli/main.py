@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voxeval.cli.su:su",
         "Speech understanding: build pairs, run emotion/speaker/synthetic-speech evals.",
     ),
+    "sts": (
+        "voxeval.cli.sts:sts",
+        "Speech-to-speech: five dimensions, answered from the audio and from the transcript.",
+    ),
     "reference": (
         "voxeval.cli.reference:reference",
         "The reference voice agent: serve it over the OpenAI Realtime WebSocket protocol.",

@@ -130,7 +130,7 @@ TOPICS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (
         ("hotel", "room", "breakfast", "park"),
         "your room tonight",
-        "I'll arrange a room for tonight, and parking and breakfast are on us.",
+        "I'll find you a room tonight, and parking and breakfast are on us.",
     ),
     (
         ("brakes", "car", "registration", "mechanic"),

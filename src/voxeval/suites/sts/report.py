@@ -97,7 +97,7 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
         block: dict[str, Any] = {
             "system": system,
             "status": dict(status),
-            "empty": sum(1 for r in recs.values() if r.status == "empty"),
+            "empty": sum(1 for r in recs.values() if (r.error or {}).get("kind") == "empty"),
             "refusals": sum(1 for r in ok if r.metrics.get("refusal")),
             "text_only": sum(1 for r in ok if r.metrics.get("text_only")),
             "profile": {},

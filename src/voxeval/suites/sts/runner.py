@@ -249,7 +249,7 @@ def _one(
     except Exception as exc:  # the system under test raised: recorded, the run goes on
         return error_record(rid, key, 0, "system", f"{type(exc).__name__}: {exc}")
     if not reply.text.strip() and reply.audio is None:
-        return error_record(rid, key, 0, "empty", "the system answered nothing", "empty")
+        return error_record(rid, key, 0, "empty", "the system answered nothing")
     output: dict[str, Any] = {"text": reply.text, "info": _jsonable(reply.info)}
     if reply.audio is not None and reply.sample_rate:
         rel = Path("audio") / _slug(key) / f"{_slug(rid)}.wav"

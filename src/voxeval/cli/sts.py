@@ -1,0 +1,126 @@
+"""``voxeval sts items|run|report``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from voxeval.cli.common import (
+    RunFlags,
+    finish_run,
+    max_failures_option,
+    output_flags,
+    print_result_path,
+    progress_bar,
+    results_out_option,
+)
+from voxeval.core.progress import system_progress
+
+
+@click.group()
+def sts() -> None:
+    """Speech-to-speech suite: five dimensions, each item answered from the audio (AO) and
+    from the transcript (TO) by the same system."""
+
+
+@sts.command("items")
+@click.option(
+    "--only",
+    multiple=True,
+    help="Keep items whose id, scenario, dimension or type matches this glob.",
+)
+def items_cmd(only: tuple[str, ...]) -> None:
+    """The item set: scenarios, dimensions, stressors and counts."""
+    from voxeval.suites.sts.items import item_set_version, load_items, select_items
+
+    scenarios = select_items(load_items(), only)
+    items = [it for s in scenarios for it in s.items]
+    click.echo(f"{item_set_version()}: {len(items)} items in {len(scenarios)} scenarios")
+    for kind in ("natural", "scripted"):
+        n = sum(1 for s in scenarios if s.type == kind)
+        click.echo(
+            f"  {kind}: {n} scenarios, {sum(len(s.items) for s in scenarios if s.type == kind)} items"
+        )
+    for dim, n in Counter(it.dimension for it in items).items():
+        click.echo(f"  {dim}: {n}")
+    stress = Counter(x for it in items for x in it.stressors)
+    click.echo("  stressors: " + ", ".join(f"{k} {v}" for k, v in sorted(stress.items())))
+
+
+@sts.command("run")
+@click.option(
+    "--system",
+    "-s",
+    "systems",
+    multiple=True,
+    required=True,
+    help="reference-sts, reference-sts:prosody_aware, python:module:factory. Repeatable.",
+)
+@click.option("--mode", "modes", default="ao,to", show_default=True, help="ao, to or ao,to.")
+@click.option(
+    "--only", multiple=True, help="Item, scenario, dimension or scenario-type glob. Repeatable."
+)
+@click.option(
+    "--clips",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Your recordings: DIR/<item id>.wav (and <scenario>.earlier-<k>.wav) replace renders.",
+)
+@click.option("--neutral", is_flag=True, help="Render every turn in the neutral style (a control).")
+@results_out_option
+@click.option(
+    "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
+)
+@click.option(
+    "--timeout",
+    default=300.0,
+    show_default=True,
+    type=float,
+    help="Seconds per answer (0: no limit).",
+)
+@output_flags
+@max_failures_option
+def run_cmd(
+    systems: tuple[str, ...],
+    modes: str,
+    only: tuple[str, ...],
+    clips: Path | None,
+    neutral: bool,
+    out: Path,
+    resume: bool,
+    timeout: float,
+    max_failures: float | None,
+    **kwargs: Any,
+) -> None:
+    """Every item to every system, from the audio and from the transcript; writes the
+    report (AO - TO per dimension, scenario type and stressor)."""
+    from voxeval.suites.sts.runner import run_sts
+
+    flags = RunFlags.pop(kwargs)
+    with progress_bar(flags.progress) as progress:
+        on_start, on_record = system_progress(progress, status="not ok")
+        store = run_sts(
+            systems,
+            out,
+            modes=[m.strip() for m in modes.split(",") if m.strip()],
+            only=only,
+            clips=clips,
+            neutral=neutral,
+            timeout=timeout or None,
+            resume=resume,
+            on_start=on_start,
+            on_record=on_record,
+        )
+    finish_run(store.path, max_failures, flags)
+
+
+@sts.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def report_cmd(run_dir: Path) -> None:
+    """Rebuild report.json/md/html of an STS run."""
+    from voxeval.report import write_report
+
+    write_report(run_dir)
+    print_result_path(run_dir / "report.html")

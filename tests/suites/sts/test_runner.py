@@ -1,0 +1,62 @@
+"""The STS runner and report with systems at the edge (``fakes.py``) on rendered turns:
+every failure is a record with its reason and the run goes on; a system deaf to the audio
+gives AO = TO (the control that keeps the ablation honest); run.json says the renders are
+constructed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.reference.test_fault_injection import _needs_speech_stack
+from voxeval.suites.sts.runner import run_sts
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sts")]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sts-render-cache")
+
+
+def test_failures_are_records_and_the_run_goes_on(tmp_path: Path, cache: Path) -> None:
+    _needs_speech_stack()
+    store = run_sts(
+        ["python:tests.suites.sts.fakes:flaky"], tmp_path, only=("parcel",), timeout=2.0,
+        cache_dir=cache,
+    )  # fmt: skip
+    recs = {r.id: r for r in store.load_records().records}
+    assert len(recs) == 8  # 4 items x 2 modes
+    assert recs["parcel-eu#ao"].error == {
+        "kind": "system",
+        "message": "RuntimeError: model server returned 500",
+    }
+    assert recs["parcel-er#to"].error == {"kind": "empty", "message": "the system answered nothing"}
+    assert "runaway" in recs["parcel-ea#ao"].error["message"]
+    assert recs["parcel-ir#to"].status == "timeout"
+    report = json.loads((store.path / "report.json").read_text())
+    (system,) = report["systems"]
+    assert system["status"] == {"error": 6, "timeout": 2} and system["empty"] == 2
+    info = store.info()
+    assert "constructed" in info["renders"]
+    assert all(v["constructed"] for v in info["inputs"].values())
+    assert (store.path / "inputs" / "parcel-ea.wav").is_file()
+
+
+def test_a_system_deaf_to_the_audio_scores_the_same_both_ways(tmp_path: Path, cache: Path) -> None:
+    _needs_speech_stack()
+    store = run_sts(
+        ["python:tests.suites.sts.fakes:ignores_audio"], tmp_path,
+        only=("parcel", "headphones-refund"), cache_dir=cache,
+    )  # fmt: skip
+    report = json.loads((store.path / "report.json").read_text())
+    (system,) = report["systems"]
+    assert system["status"] == {"ok": 18}
+    ab = system["ao_minus_to"]["checklist"]["overall"]
+    assert ab["n"] == 9 and ab["mean"] == 0.0
+    assert ab["ci_low"] <= 0.0 <= ab["ci_high"] and ab["p"] == 1.0
+    assert report["k_of_n"]["checklist"]["overall"] == {"n": 1, "k_point": 0, "k_ci": 0}
+    md = (store.path / "report.md").read_text()
+    assert "Audio vs transcript" in md and "k of n" in md
