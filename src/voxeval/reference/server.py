@@ -111,6 +111,7 @@ from voxeval.reference.realtime_outputs import (
     ConnectionOutputs,
     ProtocolChoice,
 )
+from voxeval.reference.threaded import ServesInThread
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     CLIENT_EVENT_TYPES,
@@ -599,8 +600,10 @@ _CLIENT_HANDLERS: dict[str, Callable[[_Connection, dict[str, Any]], None]] = {
 }
 
 
-class RealtimeServer:
+class RealtimeServer(ServesInThread):
     """A Realtime-protocol WebSocket server around an agent factory (module docstring)."""
+
+    _thread_name = "voxeval-realtime-server"
 
     def __init__(
         self,
@@ -728,36 +731,6 @@ class RealtimeServer:
                 await asyncio.wait_for(self._server.wait_closed(), 5.0)
         for conn in list(self.connections):
             conn.stop_worker()
-
-    def start_in_thread(self, timeout: float = 10.0) -> str:
-        """Serve from a background thread (tests, the driver's ``reference:`` mode)."""
-        ready = threading.Event()
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(self.serve_forever(lambda _url: ready.set()))
-            except BaseException as exc:  # reported to the caller below
-                errors.append(exc)
-                ready.set()
-
-        self._thread = threading.Thread(target=run, name="voxeval-realtime-server", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"the server did not start within {timeout} s")
-        if errors:
-            raise errors[0]
-        return self.url
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, close every connection and end the thread (bounded)."""
-        loop, stopped = self._loop, self._stopped
-        if loop is not None and stopped is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
 
     def kill(self) -> None:
         """Drop every connection without a close frame and stop (a crash, for tests)."""

@@ -48,6 +48,7 @@ from voxeval.contracts.duplex.agent_api import (
     Stamped,
 )
 from voxeval.reference.agent_host import AgentHost
+from voxeval.reference.threaded import ServesInThread
 from voxeval.systems.duplex.g711 import mulaw_decode, mulaw_encode
 from voxeval.systems.duplex.realtime_protocol import StreamResampler
 from voxeval.systems.duplex.twilio_ws import PHONE_RATE
@@ -263,8 +264,10 @@ class _Call:
                 task.cancel()
 
 
-class TwilioAgentServer:
+class TwilioAgentServer(ServesInThread):
     """Media Streams WebSocket server around an agent factory (module docstring)."""
+
+    _thread_name = "voxeval-twilio-server"
 
     def __init__(
         self,
@@ -358,31 +361,3 @@ class TwilioAgentServer:
         self._server.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 5.0)
-
-    def start_in_thread(self, timeout: float = 10.0) -> str:
-        ready = threading.Event()
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(self.serve_forever(lambda _url: ready.set()))
-            except BaseException as exc:
-                errors.append(exc)
-                ready.set()
-
-        self._thread = threading.Thread(target=run, name="voxeval-twilio-server", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"the server did not start within {timeout} s")
-        if errors:
-            raise errors[0]
-        return self.url
-
-    def stop(self, timeout: float = 10.0) -> None:
-        loop, stopped = self._loop, self._stopped
-        if loop is not None and stopped is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None

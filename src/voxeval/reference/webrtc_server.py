@@ -42,6 +42,7 @@ import numpy as np
 from voxeval.contracts.duplex.agent_api import PlaybackReport, SessionEnd
 from voxeval.reference.realtime_outputs import _Response
 from voxeval.reference.server import RealtimeServer, _Connection
+from voxeval.reference.threaded import ServesInThread
 from voxeval.systems.duplex.realtime_protocol import PROTOCOL_RATE, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates
 
@@ -220,8 +221,10 @@ class _WebRTCCall(_Connection):
         super().clear(resp, reason)
 
 
-class WebRTCAgentServer:
+class WebRTCAgentServer(ServesInThread):
     """HTTP signalling + aiortc peers around an agent factory (module docstring)."""
+
+    _thread_name = "voxeval-webrtc-server"
 
     def __init__(
         self,
@@ -404,36 +407,6 @@ class WebRTCAgentServer:
         for task in list(self._tasks):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(task, 5.0)
-
-    def start_in_thread(self, timeout: float = 10.0) -> str:
-        import threading
-
-        ready = threading.Event()
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(self.serve_forever(lambda _url: ready.set()))
-            except BaseException as exc:
-                errors.append(exc)
-                ready.set()
-
-        self._thread = threading.Thread(target=run, name="voxeval-webrtc-server", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"the server did not start within {timeout} s")
-        if errors:
-            raise errors[0]
-        return self.url
-
-    def stop(self, timeout: float = 15.0) -> None:
-        loop, stopped = self._loop, self._stopped
-        if loop is not None and stopped is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
 
 
 def _import_aiortc() -> None:
