@@ -32,7 +32,14 @@ from voxeval.contracts.duplex.agent_api import (
 from voxeval.contracts.duplex.event import ClockKind, ProducerClock
 from voxeval.systems.duplex.realtime_protocol import elide_audio
 
-__all__ = ["ERROR_CAP", "LinkBase", "describe_error", "redact_url"]
+__all__ = [
+    "ERROR_CAP",
+    "LinkBase",
+    "describe_error",
+    "is_loopback",
+    "open_websocket",
+    "redact_url",
+]
 
 ERROR_CAP = 20
 """session.error events per kind before further ones are only counted."""
@@ -181,3 +188,30 @@ class LinkBase:
         path = Path(path)
         path.write_text("".join(line + "\n" for line in self.raw_log_lines()), encoding="utf-8")
         return path
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (then no proxy from the environment is used)."""
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+async def open_websocket(
+    url: str, headers: list[tuple[str, str]] | None, *, timeout_s: float, max_bytes: int
+) -> Any:
+    """A client WebSocket to ``url`` (no compression; the environment's proxy unless the URL
+    is on this machine), bounded by ``timeout_s``."""
+    from websockets.asyncio.client import connect
+
+    return await asyncio.wait_for(
+        connect(
+            url,
+            additional_headers=headers,
+            open_timeout=timeout_s,
+            close_timeout=1.0,
+            max_size=max_bytes,
+            compression=None,
+            proxy=None if is_loopback(url) else True,
+        ),
+        timeout_s,
+    )

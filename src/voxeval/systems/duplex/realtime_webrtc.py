@@ -49,7 +49,7 @@ from voxeval.contracts.duplex.agent_api import (
     PlaybackReport,
 )
 from voxeval.systems.duplex.impair import NETWORK_KINDS, ImpairPlan, UdpImpairer
-from voxeval.systems.duplex.link_base import describe_error, redact_url
+from voxeval.systems.duplex.link_base import describe_error, is_loopback, redact_url
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
@@ -130,10 +130,8 @@ class WebRTCAgentLink(RealtimeClient):
         self.turn_user_env = turn_user_env
         self.turn_pass_env = turn_pass_env
         self.stun = stun
-        host = urlsplit(url).hostname or ""
-        loopback = host in ("localhost", "::1") or host.startswith("127.")
         self.ice_hosts = (
-            ice_hosts if ice_hosts is not None else (("127.0.0.1",) if loopback else None)
+            ice_hosts if ice_hosts is not None else (("127.0.0.1",) if is_loopback(url) else None)
         )
         if route not in ("direct", "relay"):
             raise ValueError(f"route must be direct or relay, not {route!r}")
@@ -203,10 +201,8 @@ class WebRTCAgentLink(RealtimeClient):
             if not key:
                 raise PermissionError(f"environment variable {self.key_env} is not set")
             headers["Authorization"] = f"Bearer {key}"
-        host = urlsplit(self.url).hostname or ""
-        loopback = host in ("localhost", "::1") or host.startswith("127.")
         async with httpx.AsyncClient(
-            timeout=self.connect_timeout_s, trust_env=not loopback
+            timeout=self.connect_timeout_s, trust_env=not is_loopback(self.url)
         ) as client:
             reply = await client.post(self.url, content=sdp.encode(), headers=headers)
         if reply.status_code not in (200, 201):

@@ -59,7 +59,7 @@ import numpy as np
 from voxeval.contracts.duplex.agent_api import AgentOutput, Stamped
 from voxeval.core.registry import options_of
 from voxeval.core.specs import is_harness_option
-from voxeval.systems.duplex.link_base import describe_error, redact_url
+from voxeval.systems.duplex.link_base import describe_error, open_websocket, redact_url
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import BETA_HEADER, Dialect, pcm16_to_b64
 
@@ -162,22 +162,9 @@ class RealtimeAgentLink(RealtimeClient):
         return headers
 
     async def _connect(self) -> None:
-        from websockets.asyncio.client import connect
-
         headers = self._headers()
-        host = urlsplit(self.url).hostname or ""
-        loopback = host in ("localhost", "::1") or host.startswith("127.")
-        ws = await asyncio.wait_for(
-            connect(
-                self.url,
-                additional_headers=headers,
-                open_timeout=self.connect_timeout_s,
-                close_timeout=1.0,
-                max_size=self.max_message_bytes,
-                compression=None,
-                proxy=None if loopback else True,
-            ),
-            self.connect_timeout_s,
+        ws = await open_websocket(
+            self.url, headers, timeout_s=self.connect_timeout_s, max_bytes=self.max_message_bytes
         )
         self._ws = ws
         self._connected = True

@@ -37,7 +37,6 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -51,7 +50,7 @@ from voxeval.contracts.duplex.agent_api import (
     SessionInfo,
 )
 from voxeval.systems.duplex.g711 import mulaw_decode, mulaw_encode
-from voxeval.systems.duplex.link_base import LinkBase, describe_error, redact_url
+from voxeval.systems.duplex.link_base import LinkBase, describe_error, open_websocket, redact_url
 from voxeval.systems.duplex.realtime_protocol import StreamResampler
 
 __all__ = ["PHONE_RATE", "TwilioLinkFactory", "TwilioStreamLink", "build"]
@@ -158,8 +157,6 @@ class TwilioStreamLink(LinkBase):
             self._loop.call_soon_threadsafe(put)
 
     async def _connect(self) -> None:
-        from websockets.asyncio.client import connect
-
         headers: list[tuple[str, str]] = []
         if self.key_env:
             import os
@@ -168,19 +165,8 @@ class TwilioStreamLink(LinkBase):
             if not token:
                 raise PermissionError(f"environment variable {self.key_env} is not set")
             headers.append(("Authorization", f"Bearer {token}"))
-        host = urlsplit(self.url).hostname or ""
-        loopback = host in ("localhost", "::1") or host.startswith("127.")
-        ws = await asyncio.wait_for(
-            connect(
-                self.url,
-                additional_headers=headers,
-                open_timeout=self.connect_timeout_s,
-                close_timeout=1.0,
-                max_size=self.max_message_bytes,
-                compression=None,
-                proxy=None if loopback else True,
-            ),
-            self.connect_timeout_s,
+        ws = await open_websocket(
+            self.url, headers, timeout_s=self.connect_timeout_s, max_bytes=self.max_message_bytes
         )
         self._ws = ws
         self._connected = True
