@@ -13,8 +13,9 @@ to distinct espeak voices, see ``SPEECH_VOICES``; ``speed`` scales espeak's 175 
 (``response_format=pcm``). Without espeak-ng it answers HTTP 503 (tests skip).
 
 ``POST /v1/chat/completions`` (JSON, OpenAI chat with ``input_audio`` parts) validates the
-request like a strict server (400 for a missing prompt, bad base64, non-WAV audio, a
-``format`` other than ``wav``), decodes every clip and answers
+request like a strict server (400 for neither text nor audio, bad base64, non-WAV audio, a
+``format`` other than ``wav``), decodes every clip and answers (with ``modalities`` holding
+``audio``, ``message.audio`` = the answer spoken by espeak-ng as base64 WAV + its transcript)
 ``{"choices": [{"message": {"role": "assistant", "content": ANSWER}}]}`` where ANSWER is
 
 - ``chat_reply(prompt, clips)`` when ``chat_reply`` is a callable (``clips``: list of
@@ -343,8 +344,8 @@ class FakeOpenAIServer:
         request["prompt"] = prompt
         request["clips"] = clips
         request["digests"] = digests
-        if not prompt.strip():
-            return _send(h, 400, {"error": {"message": "no text prompt"}})
+        if not prompt.strip() and not clips:
+            return _send(h, 400, {"error": {"message": "no text prompt and no audio"}})
         if self.mode == "missing_text":
             return _send(h, 200, {"id": "chatcmpl-fake", "object": "chat.completion"})
         if callable(self.chat_reply):
@@ -355,6 +356,17 @@ class FakeOpenAIServer:
             answer = self.chat_answers[digests[0]]
         else:
             answer = describe_clips(clips)
+        message: dict[str, Any] = {"role": "assistant", "content": answer}
+        if "audio" in (body.get("modalities") or []):  # a spoken answer: WAV + transcript
+            voice = str((body.get("audio") or {}).get("voice") or "alloy")
+            spoken = espeak_speech(answer, SPEECH_VOICES.get(voice, "en-us"))
+            if spoken is None:
+                return _send(h, 503, {"error": {"message": "espeak-ng is not installed"}})
+            buf = io.BytesIO()
+            sf.write(buf, spoken[0], spoken[1], format="WAV", subtype="PCM_16")
+            data = base64.b64encode(buf.getvalue()).decode()
+            message = {"role": "assistant", "content": None,
+                       "audio": {"id": "audio-fake", "data": data, "transcript": answer}}  # fmt: skip
         return _send(
             h,
             200,
@@ -362,13 +374,7 @@ class FakeOpenAIServer:
                 "id": f"chatcmpl-fake-{len(self.requests)}",
                 "object": "chat.completion",
                 "model": body.get("model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": answer},
-                        "finish_reason": "stop",
-                    }
-                ],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             },
         )
 

@@ -144,7 +144,7 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
     ),
     BackendInfo(
         "openai-compat",
-        ("transcribe", "synthesize", "understand"),
+        ("transcribe", "synthesize", "understand", "converse"),
         "voxeval.systems.openai_compat:build",
         requires=("httpx",),
         extra="openai",
@@ -165,11 +165,11 @@ BUILTIN_BACKENDS: list[BackendInfo] = [
                 "transcription or speech format",
                 ("transcribe", "synthesize"),
             ),
-            Opt("voice", "str", "alloy", "speech voice", ("synthesize",)),
+            Opt("voice", "str", "alloy", "speech voice", ("synthesize", "converse")),
             Opt("speed", "float", "", "speech speed 0.25-4", ("synthesize",)),
             Opt("pcm_rate", "int", "24000", "sample rate of raw PCM answers", ("synthesize",)),
-            Opt("seed", "int", "", "sampling seed", ("understand",)),
-            Opt("max_tokens", "int", "", "answer length cap", ("understand",)),
+            Opt("seed", "int", "", "sampling seed", ("understand", "converse")),
+            Opt("max_tokens", "int", "", "answer length cap", ("understand", "converse")),
         ),
     ),
     BackendInfo(

@@ -41,7 +41,7 @@ from voxeval.systems.openai_http import (
 __all__ = ["APIStatusError", "OpenAICompatTranscriber", "build"]
 
 _FORMATS = ("verbose_json", "json", "text")
-_CAPABILITIES = ("transcribe", "synthesize", "understand")
+_CAPABILITIES = ("transcribe", "synthesize", "understand", "converse")
 
 
 def build(spec: SystemSpec, capability: str) -> Any:
@@ -57,6 +57,10 @@ def build(spec: SystemSpec, capability: str) -> Any:
         from voxeval.systems.openai_chat import build_chat
 
         return build_chat(spec)
+    if capability == "converse":
+        from voxeval.systems.openai_converse import build_converse
+
+        return build_converse(spec)
     spec.check_options(options_of("openai-compat", "transcribe"), "openai-compat transcribe")
     fmt = spec.option("response_format", "verbose_json") or "verbose_json"
     if fmt not in _FORMATS:
