@@ -137,6 +137,8 @@ def profile(report: dict[str, Any]) -> list[ProfileEntry]:
         p = (s["profile"].get("checklist") or {}).get("ao") or {}
         for dim in DIMENSIONS:
             d = p.get(dim) or {}
+            if not d.get("n"):
+                continue  # no item of this dimension in the run
             out.append(
                 ProfileEntry(
                     "STS",
