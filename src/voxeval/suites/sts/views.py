@@ -59,8 +59,8 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
         "What the systems heard",
         Text(heard),
         Text(
-            "Scores here are automatic proxies (labelled as such): people (--study) and a "
-            "judge (--judge) score the dimensions themselves.",
+            "Scores here are automatic proxies (labelled as such), not ratings of the "
+            "dimensions: this run has no human or judge scores.",
             "note",
         ),
     )
