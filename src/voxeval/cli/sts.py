@@ -69,6 +69,11 @@ def items_cmd(only: tuple[str, ...]) -> None:
     help="Your recordings: DIR/<item id>.wav (and <scenario>.earlier-<k>.wav) replace renders.",
 )
 @click.option("--neutral", is_flag=True, help="Render every turn in the neutral style (a control).")
+@click.option(
+    "--study",
+    is_flag=True,
+    help="Also export a blind rating study of the answers (RUN/study/; >= 3 raters per answer).",
+)
 @results_out_option
 @click.option(
     "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
@@ -88,6 +93,7 @@ def run_cmd(
     only: tuple[str, ...],
     clips: Path | None,
     neutral: bool,
+    study: bool,
     out: Path,
     resume: bool,
     timeout: float,
@@ -113,14 +119,30 @@ def run_cmd(
             on_start=on_start,
             on_record=on_record,
         )
+    if study:
+        from voxeval.suites.sts.study import export_study
+
+        made = export_study(store)
+        if flags.chatty:
+            click.echo(f"study: {made} (serve it with `voxeval study serve {made}`)", err=True)
     finish_run(store.path, max_failures, flags)
 
 
 @sts.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
-def report_cmd(run_dir: Path) -> None:
-    """Rebuild report.json/md/html of an STS run."""
+@click.option(
+    "--human",
+    type=click.Path(exists=True, path_type=Path),
+    help="The run's study folder (or a ratings CSV): people's scores join the report.",
+)
+def report_cmd(run_dir: Path, human: Path | None) -> None:
+    """Rebuild report.json/md/html of an STS run (with --human: merge ratings first)."""
+    from voxeval.core.runstore import RunStore
     from voxeval.report import write_report
 
+    if human is not None:
+        from voxeval.suites.sts.study import merge_human
+
+        merge_human(RunStore.open(run_dir), human)
     write_report(run_dir)
     print_result_path(run_dir / "report.html")

@@ -42,9 +42,16 @@ def _mean_ci(values: list[float]) -> dict[str, Any]:
     return {"mean": float(x.mean()), "ci_low": lo, "ci_high": hi, "n": int(x.size)}
 
 
-def _score(rec: Record, source: str, dimension: str) -> float | None:
+HUMAN = ("people: rater-controlled score (mean within-rater z)", True)
+
+
+def _score(
+    rec: Record, source: str, dimension: str, human: dict[tuple[str, str], float] | None = None
+) -> float | None:
     if rec.status != "ok":
         return None
+    if source == "human":
+        return (human or {}).get((rec.id, rec.system))
     if dimension in AUDIO_DIMENSIONS and rec.metrics.get("text_only") and source != "checklist":
         return None
     v = rec.metrics.get(source)
@@ -82,8 +89,12 @@ def _ablation(
 
 def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
     """The report dict of an STS run (module docstring)."""
+    from voxeval.suites.sts.study import load_human
+
     del options
     info = store.info()
+    human = load_human(store)
+    sources = {**PROXIES, **({"human": HUMAN} if human else {})}
     items = {it.id: it for it in store.items()}
     records = store.load_records().records
     systems = list(dict.fromkeys(r.system for r in records))
@@ -103,7 +114,7 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
             "profile": {},
             "ao_minus_to": {},
         }
-        for source in PROXIES:
+        for source in sources:
             prof: dict[str, Any] = {}
             for mode in ("ao", "to"):
                 for dim in DIMENSIONS:
@@ -113,7 +124,7 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
                         if items.get(rid) is not None
                         and items[rid].labels.get("mode") == mode
                         and items[rid].labels.get("dimension") == dim
-                        and (v := _score(r, source, dim)) is not None
+                        and (v := _score(r, source, dim, human)) is not None
                     ]
                     prof.setdefault(mode, {})[dim] = _mean_ci(vals)
             block["profile"][source] = prof
@@ -126,8 +137,8 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
                 base = str(it.labels["item"])
                 other = recs.get(f"{base}#to")
                 dim = str(it.labels.get("dimension"))
-                a = _score(r, source, dim)
-                b = _score(other, source, dim) if other is not None else None
+                a = _score(r, source, dim, human)
+                b = _score(other, source, dim, human) if other is not None else None
                 if a is not None and b is not None:
                     pairs[base] = (a, b)
                     labels[base] = it.labels
@@ -141,18 +152,22 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
         "renders": info.get("renders"),
         "neutral_render": info.get("config", {}).get("neutral_render", False),
         "sources": {
-            k: {"label": v[0], "higher_is_better": v[1], "kind": "automatic proxy"}
-            for k, v in PROXIES.items()
+            k: {
+                "label": v[0],
+                "higher_is_better": v[1],
+                "kind": "people" if k == "human" else "automatic proxy",
+            }
+            for k, v in sources.items()
         },
         "systems": out_systems,
-        "k_of_n": _k_of_n(out_systems),
+        "k_of_n": _k_of_n(out_systems, sources),
     }
 
 
-def _k_of_n(systems: list[dict[str, Any]]) -> dict[str, Any]:
+def _k_of_n(systems: list[dict[str, Any]], sources: dict[str, tuple[str, bool]]) -> dict[str, Any]:
     """Per source and scenario type: systems scoring higher with audio (point, CI)."""
     out: dict[str, Any] = {}
-    for source, (_, higher) in PROXIES.items():
+    for source, (_, higher) in sources.items():
         rows: dict[str, Any] = {}
         for scope in ("overall", "natural", "scripted"):
             blocks = []

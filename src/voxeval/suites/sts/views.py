@@ -59,7 +59,10 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
         "What the systems heard",
         Text(heard),
         Text(
-            "Scores here are automatic proxies (labelled as such), not ratings of the "
+            "People rated the answers (the human source: rater-controlled, blind to system "
+            "and mode); the other sources are automatic proxies, each reported on its own."
+            if "human" in report["sources"]
+            else "Scores here are automatic proxies (labelled as such), not ratings of the "
             "dimensions: this run has no human or judge scores.",
             "note",
         ),
