@@ -94,6 +94,8 @@ def _usage_errors(tmp: Path) -> dict[str, list[str]]:
             out,
         ],
         "duplex score": ["duplex", "score", "--stereo", str(mono), "-o", out],
+        "sts run": ["sts", "run", "-s", "python:no_such_module:make", "-o", out],
+        "sts run --only": ["sts", "run", "-s", "reference-sts", "--only", "no-such-*", "-o", out],
         "study import": ["study", "import", str(bad_csv), "--out", out],
         "study analyze": ["study", "analyze", str(tmp / "nope.csv"), "--out", out],
         "study create": [
@@ -124,6 +126,8 @@ COMMANDS = [
     "duplex run",
     "duplex run --route",
     "duplex score",
+    "sts run",
+    "sts run --only",
     "study import",
     "study analyze",
     "study create",

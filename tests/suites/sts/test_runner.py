@@ -43,6 +43,16 @@ def test_failures_are_records_and_the_run_goes_on(tmp_path: Path, cache: Path) -
     assert "constructed" in info["renders"]
     assert all(v["constructed"] for v in info["inputs"].values())
     assert (store.path / "inputs" / "parcel-ea.wav").is_file()
+    # from the command line: a system that failed every item is exit 1
+    from click.testing import CliRunner
+
+    from voxeval.cli.main import cli
+
+    res = CliRunner().invoke(
+        cli, ["sts", "run", "-s", "python:tests.suites.sts.fakes:flaky", "--only", "parcel-eu",
+              "-o", str(tmp_path / "cli"), "-q"],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
 
 
 def test_a_system_deaf_to_the_audio_scores_the_same_both_ways(tmp_path: Path, cache: Path) -> None:
