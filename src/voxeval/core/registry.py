@@ -262,7 +262,7 @@ BUILTIN_BACKENDS += [
     ),
     BackendInfo(
         "realtime",
-        ("duplex",),
+        ("duplex", "converse"),
         "voxeval.systems.duplex.realtime_ws:build",
         requires=("websockets",),
         extra="live",

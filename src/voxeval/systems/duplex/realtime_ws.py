@@ -482,8 +482,12 @@ def build(spec: Any, capability: str) -> RealtimeLinkFactory:
     """
     from voxeval.core.errors import SpecError
 
+    if capability == "converse":
+        from voxeval.systems.realtime_converse import build_realtime_converse
+
+        return build_realtime_converse(spec)  # type: ignore[return-value]
     if capability != "duplex":
-        raise SpecError(f"the realtime backend provides duplex, not {capability!r}")
+        raise SpecError(f"the realtime backend provides duplex and converse, not {capability!r}")
     url = str(spec.target or "")
     if not url.startswith(("ws://", "wss://")):
         raise SpecError(f"realtime needs a ws:// or wss:// URL, got {spec.raw!r}")
