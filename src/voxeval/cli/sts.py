@@ -70,6 +70,11 @@ def items_cmd(only: tuple[str, ...]) -> None:
 )
 @click.option("--neutral", is_flag=True, help="Render every turn in the neutral style (a control).")
 @click.option(
+    "--judge",
+    help="An understand system (openai-compat:URL?model=M, python:...) that hears the caller and "
+    "the answer and rates it on the raters' scale.",
+)
+@click.option(
     "--study",
     is_flag=True,
     help="Also export a blind rating study of the answers (RUN/study/; >= 3 raters per answer).",
@@ -93,6 +98,7 @@ def run_cmd(
     only: tuple[str, ...],
     clips: Path | None,
     neutral: bool,
+    judge: str | None,
     study: bool,
     out: Path,
     resume: bool,
@@ -114,6 +120,7 @@ def run_cmd(
             only=only,
             clips=clips,
             neutral=neutral,
+            judge=judge,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

@@ -56,3 +56,14 @@ def reference(prosody_aware: str = "0") -> Any:
 
     MADE.append(ReferenceSts(prosody_aware=prosody_aware == "1"))
     return MADE[-1]
+
+
+def judge() -> Any:
+    """A judge (understand) that scores an answer by its length: 5 for a long answer."""
+
+    def rate(parts: list[Any], prompt: str) -> str:
+        assert len(parts) == 2 and "caller" in prompt and "Score: N" in prompt
+        seconds = len(parts[1].samples) / parts[1].sr
+        return f"Score: {5 if seconds > 3.0 else 2}\nBecause."
+
+    return rate

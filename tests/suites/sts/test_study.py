@@ -27,7 +27,7 @@ def test_export_rate_merge(tmp_path: Path) -> None:
     _needs_speech_stack()
     store = run_sts(
         ["python:tests.suites.sts.fakes:ignores_audio"], tmp_path / "runs", only=("parcel",),
-        cache_dir=tmp_path / "cache",
+        cache_dir=tmp_path / "cache", judge="python:tests.suites.sts.fakes:judge",
     )  # fmt: skip
     study_dir = export_study(store)
     study = load_study(study_dir)
@@ -71,3 +71,10 @@ def test_export_rate_merge(tmp_path: Path) -> None:
     assert d["n"] == 4 and d["mean"] > 0.5  # people heard the difference (z units)
     assert block["ao_minus_to"]["checklist"]["overall"]["mean"] == 0.0  # the proxy did not
     assert "people rated the answers" in (store.path / "report.md").read_text().lower()
+    # the judge heard caller and answer and rated on the same scale; its agreement with people
+    judged = [r.output["judge"] for r in store.load_records().records]
+    assert all(j["status"] == "ok" and j["score"] == 2.0 for j in judged)
+    assert report["sources"]["judge"]["kind"] == "judge"
+    assert block["ao_minus_to"]["judge"]["overall"]["mean"] == 0.0
+    assert set(block["judge_vs_human"]) >= {"overall", "emotion_alignment"}
+    assert block["judge_vs_human"]["overall"]["n"] == 8

@@ -43,6 +43,7 @@ def _mean_ci(values: list[float]) -> dict[str, Any]:
 
 
 HUMAN = ("people: rater-controlled score (mean within-rater z)", True)
+JUDGE = ("judge: the rater question on the 1-5 scale", True)
 
 
 def _score(
@@ -94,7 +95,12 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
     del options
     info = store.info()
     human = load_human(store)
-    sources = {**PROXIES, **({"human": HUMAN} if human else {})}
+    judged = any("judge" in r.metrics for r in store.load_records().records)
+    sources = {
+        **PROXIES,
+        **({"judge": JUDGE} if judged else {}),
+        **({"human": HUMAN} if human else {}),
+    }
     items = {it.id: it for it in store.items()}
     records = store.load_records().records
     systems = list(dict.fromkeys(r.system for r in records))
@@ -144,6 +150,8 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
                     labels[base] = it.labels
             if pairs:
                 block["ao_minus_to"][source] = _ablation(pairs, labels, seed=si)
+        if human and judged:
+            block["judge_vs_human"] = _agreement(recs, items, human)
         out_systems.append(block)
     return {
         "suite": "sts",
@@ -155,13 +163,34 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
             k: {
                 "label": v[0],
                 "higher_is_better": v[1],
-                "kind": "people" if k == "human" else "automatic proxy",
+                "kind": {"human": "people", "judge": "judge"}.get(k, "automatic proxy"),
             }
             for k, v in sources.items()
         },
         "systems": out_systems,
         "k_of_n": _k_of_n(out_systems, sources),
     }
+
+
+def _agreement(
+    recs: dict[str, Record], items: dict[str, Any], human: dict[tuple[str, str], float]
+) -> dict[str, Any]:
+    """Per dimension (and overall): Spearman of the judge's scores with people's
+    rater-controlled scores over the answers both scored."""
+    from voxeval.stats.ranks import rank_agreement
+
+    by: dict[str, tuple[dict[str, float], dict[str, float]]] = defaultdict(lambda: ({}, {}))
+    for rid, r in recs.items():
+        j, h = r.metrics.get("judge"), human.get((rid, r.system))
+        if r.status != "ok" or j is None or h is None or rid not in items:
+            continue
+        for key in ("overall", str(items[rid].labels.get("dimension"))):
+            by[key][0][rid], by[key][1][rid] = float(j), float(h)
+    out = {}
+    for key, (js, hs) in sorted(by.items()):
+        ra = rank_agreement(js, hs)
+        out[key] = {"spearman": ra.spearman_rho, "n": ra.n_systems}
+    return out
 
 
 def _k_of_n(systems: list[dict[str, Any]], sources: dict[str, tuple[str, bool]]) -> dict[str, Any]:

@@ -84,6 +84,7 @@ def run_sts(
     clips: str | Path | None = None,
     neutral: bool = False,
     items_file: str | None = None,
+    judge: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     resume: bool = False,
     cache_dir: str | Path | None = None,
@@ -102,6 +103,8 @@ def run_sts(
     check_unique_keys(systems)
     for spec in systems:
         REGISTRY.check("converse", spec)
+    if judge:
+        REGISTRY.check("understand", judge)
     scenarios = select_items(load_items(items_file), tuple(only))
     config = {
         "item_set": item_set_version(items_file),
@@ -112,6 +115,7 @@ def run_sts(
         "clips": str(clips) if clips else None,
         "render_version": RENDER_VERSION,
         "metrics_version": METRICS_VERSION,
+        "judge": judge,
     }
     renderer = TurnRenderer(cache_dir or Path(out) / ".render-cache", clips)
     store, done, _ = RunStore.start_or_resume(
@@ -119,6 +123,12 @@ def run_sts(
     )
     turns = _Turns(store, renderer, neutral)
     loads: dict[str, Any] = {}
+    rater = None
+    if judge:
+        from voxeval.suites.sts.judge import StsJudge
+
+        rater = StsJudge(judge)
+        store.update_info(judge=rater.describe())
     try:
         for spec in systems:
             key = system_key(spec)
@@ -133,7 +143,7 @@ def run_sts(
                 on_start(key, len(todo))
             if not todo:
                 continue
-            loads[key] = _run_system(spec, key, todo, store, turns, timeout, on_record)
+            loads[key] = _run_system(spec, key, todo, store, turns, timeout, on_record, rater)
     finally:
         store.close()
     info = store.info()
@@ -166,6 +176,7 @@ def _run_system(
     turns: _Turns,
     timeout: float | None,
     on_record: Callable[[Record], None] | None,
+    rater: Any = None,
 ) -> dict[str, Any]:
     from voxeval.core.registry import REGISTRY
 
@@ -195,6 +206,8 @@ def _run_system(
         else:
             turn = turns.get(it.id, it.say, it.style, it.stressors)
             rec = _one(system, spec, key, it, turn, hist, mode, store, timeout)  # type: ignore[arg-type]
+            if rater is not None and rec.status == "ok":
+                _judge(rater, it, turn, rec, store)
         rec.started_at, rec.ended_at = started, utc_now()
         store.append(rec)
         if on_record:
@@ -259,6 +272,21 @@ def _one(
     rec.metrics = score_reply(it, reply, wall_ms)
     rec.timing = {"compute_s": round(wall_ms / 1000.0, 4), "audio_s": round(reply.duration_s, 3)}
     return rec
+
+
+def _judge(rater: Any, it: StsItem, turn: Turn, rec: Record, store: RunStore) -> None:
+    """The judge's score of an answer it can hear (a text-only answer: unscored)."""
+    from voxeval.core.audio import load_audio
+
+    if not rec.output.get("audio_path"):
+        rec.output["judge"] = {"spec": rater.spec, "score": None, "status": "unscored",
+                               "reason": "a text-only answer: nothing to hear"}  # fmt: skip
+        return
+    answer = load_audio(store.path / rec.output["audio_path"])
+    block = rater.rate(it, Audio(turn.audio, turn.sample_rate), answer)
+    rec.output["judge"] = block
+    if block.get("score") is not None:
+        rec.metrics["judge"] = float(block["score"])
 
 
 def _jsonable(value: Any) -> Any:

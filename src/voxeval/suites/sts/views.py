@@ -88,6 +88,21 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
                 caption="k of n systems score higher with audio",
             )
         )
+    agree = [
+        [s["system"], dim, a.get("spearman"), a.get("n")]
+        for s in report["systems"]
+        for dim, a in (s.get("judge_vs_human") or {}).items()
+    ]
+    if agree:
+        doc.section(
+            "Judge vs people",
+            Table(["system", "dimension", "Spearman", "answers"], agree, left=2),
+            Text(
+                "Spearman of the judge's scores with people's rater-controlled scores "
+                "(not estimable when either side is constant).",
+                "note",
+            ),
+        )
     prof = doc.section("Profile (checklist proxy, mean per item)")
     for s in report["systems"]:
         p = s["profile"].get("checklist", {})
