@@ -152,6 +152,7 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
                 block["ao_minus_to"][source] = _ablation(pairs, labels, seed=si)
         if human and judged:
             block["judge_vs_human"] = _agreement(recs, items, human)
+        block["worst"] = _worst(recs, items)
         out_systems.append(block)
     return {
         "suite": "sts",
@@ -170,6 +171,48 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
         "systems": out_systems,
         "k_of_n": _k_of_n(out_systems, sources),
     }
+
+
+def _worst(recs: dict[str, Record], items: dict[str, Any], k: int = 3) -> list[dict[str, Any]]:
+    """The ``k`` items whose two answers met the fewest checklist lines (then where hearing
+    the user cost the most): the item, both answers' texts, scores and audio files."""
+    rows = []
+    for rid, r in recs.items():
+        it = items.get(rid)
+        if it is None or it.labels.get("mode") != "ao":
+            continue
+        base = str(it.labels["item"])
+        to = recs.get(f"{base}#to")
+        if to is None:
+            continue
+        a, b = r.metrics.get("checklist"), to.metrics.get("checklist")
+        if a is None or b is None:
+            continue
+        rows.append(
+            {
+                "item": base,
+                "dimension": it.labels.get("dimension"),
+                "said": it.text,
+                "input": f"inputs/{base}.wav",
+                "ao": {
+                    "text": r.output.get("text"),
+                    "checklist": a,
+                    "audio": r.output.get("audio_path"),
+                },
+                "to": {
+                    "text": to.output.get("text"),
+                    "checklist": b,
+                    "audio": to.output.get("audio_path"),
+                },
+            }
+        )
+    rows.sort(
+        key=lambda x: (
+            x["ao"]["checklist"] + x["to"]["checklist"],
+            x["ao"]["checklist"] - x["to"]["checklist"],
+        )
+    )
+    return rows[:k]
 
 
 def _agreement(

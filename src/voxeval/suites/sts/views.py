@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from voxeval.core.runstore import RunStore
-from voxeval.report.document import Document, Section, Summary, Table, Text
+from voxeval.report.document import Clip, Document, Players, Section, Summary, Table, Text
 from voxeval.report.html import fmt
 from voxeval.report.render import to_html, to_markdown
 from voxeval.report.summary import ProfileEntry, short_name
@@ -103,6 +103,18 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
                 "note",
             ),
         )
+    worst = doc.section("Worst items (fewest checklist lines met)")
+    for s in report["systems"]:
+        for w in s.get("worst") or []:
+            worst.sub(
+                f"{s['system']} · {w['item']} ({w['dimension']})",
+                Text(f"Caller: \u201c{w['said']}\u201d"),
+                Table(
+                    ["mode", "checklist", "answer"],
+                    [[m.upper(), w[m]["checklist"], w[m]["text"]] for m in ("ao", "to")],
+                ),
+                _players(w, s["system"], store),
+            )
     prof = doc.section("Profile (checklist proxy, mean per item)")
     for s in report["systems"]:
         p = s["profile"].get("checklist", {})
@@ -138,6 +150,33 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
         )
     )
     return doc
+
+
+def _players(w: dict[str, Any], system: str, store: RunStore | None) -> Players | None:
+    """The caller and both answers, playable (files of the run folder)."""
+    if store is None:
+        return None
+    from voxeval.core.audio import load_audio
+
+    def loader(rel: str) -> Any:
+        def load() -> tuple[Any, int]:
+            a = load_audio(store.path / rel)
+            return a.samples, a.sr
+
+        return load
+
+    clips = [Clip("caller", f"{w['item']}-caller", loader(w["input"]), priority=0)]
+    for m in ("ao", "to"):
+        if w[m].get("audio"):
+            clips.append(
+                Clip(
+                    f"answer ({m.upper()})",
+                    f"{w['item']}-{m}-{system}",
+                    loader(w[m]["audio"]),
+                    priority=0,
+                )
+            )
+    return Players(clips)
 
 
 def render_markdown(report: dict[str, Any]) -> str:
