@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from voxeval.core.runstore import RunStore
-from voxeval.report.document import Clip, Document, Players, Section, Summary, Table, Text
+from voxeval.report.document import (
+    Chart,
+    Clip,
+    Document,
+    Players,
+    Section,
+    Summary,
+    Table,
+    Text,
+)
 from voxeval.report.html import fmt
 from voxeval.report.render import to_html, to_markdown
 from voxeval.report.summary import ProfileEntry, short_name
@@ -115,7 +124,7 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
                 ),
                 _players(w, s["system"], store),
             )
-    prof = doc.section("Profile (checklist proxy, mean per item)")
+    prof = doc.section("Profile (checklist proxy, mean per item)", _picture(report))
     for s in report["systems"]:
         p = s["profile"].get("checklist", {})
         rows = [
@@ -150,6 +159,35 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
         )
     )
     return doc
+
+
+def _picture(report: dict[str, Any]) -> Chart | None:
+    """AO and TO side by side per dimension (checklist proxy, 95% CI whiskers)."""
+    from voxeval.report.html import bar_chart
+
+    dims = [
+        d
+        for d in DIMENSIONS
+        if any(
+            ((s["profile"].get("checklist") or {}).get("ao") or {}).get(d, {}).get("n")
+            for s in report["systems"]
+        )
+    ]
+    if not dims:
+        return None
+    series = []
+    for s in report["systems"]:
+        p = s["profile"].get("checklist") or {}
+        for m in ("ao", "to"):
+            pts = [((p.get(m) or {}).get(d) or {}) for d in dims]
+            series.append(
+                (
+                    f"{short_name(s['system'])} {m.upper()}",
+                    [(x.get("mean"), x.get("ci_low"), x.get("ci_high")) for x in pts],
+                )
+            )
+    svg = bar_chart(dims, series, title="AO vs TO", x_label="checklist lines met (share)")
+    return Chart(svg, caption="Answers from the audio (AO) and from the transcript (TO).")
 
 
 def _players(w: dict[str, Any], system: str, store: RunStore | None) -> Players | None:
