@@ -70,3 +70,23 @@ def test_a_system_deaf_to_the_audio_scores_the_same_both_ways(tmp_path: Path, ca
     assert report["k_of_n"]["checklist"]["overall"] == {"n": 1, "k_point": 0, "k_ci": 0}
     md = (store.path / "report.md").read_text()
     assert "Audio vs transcript" in md and "k of n" in md
+
+
+def test_resume_finishes_a_cut_run_without_redoing_or_duplicating(
+    tmp_path: Path, cache: Path
+) -> None:
+    _needs_speech_stack()
+    spec = ["python:tests.suites.sts.fakes:ignores_audio"]
+    kw = {"only": ("parcel",), "cache_dir": cache}
+    store = run_sts(spec, tmp_path, **kw)  # type: ignore[arg-type]
+    lines = (store.path / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 8
+    kept = lines[:5]
+    (store.path / "records.jsonl").write_text(
+        "\n".join(kept) + "\n" + lines[5][:40]
+    )  # cut mid-line
+    again = run_sts(spec, tmp_path, resume=True, **kw)  # type: ignore[arg-type]
+    assert again.path == store.path
+    records = again.load_records().records
+    assert len(records) == 8 and len({r.key for r in records}) == 8
+    assert [json.loads(x)["id"] for x in kept] == [r.id for r in records[:5]]  # not redone

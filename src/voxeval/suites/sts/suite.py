@@ -21,6 +21,34 @@ def build_report(store: RunStore, **options: Any) -> dict[str, Any]:
     return _build(store, **options)
 
 
+def paired_units(store: RunStore, metric: str | None = None) -> dict[str, Any]:
+    """Per (system, answer): (proxy score, 1) for ``voxeval compare``; ``metric`` a proxy
+    (default ``checklist``; higher is better except first-audio time)."""
+    from voxeval.suites.sts.scoring import PROXIES
+
+    name = metric or "checklist"
+    if name not in PROXIES:
+        from voxeval.core.errors import InputError
+
+        raise InputError(f"--metric for sts runs is one of {', '.join(PROXIES)}, not {name!r}")
+    items = {it.id: it for it in store.items()}
+    units: dict[str, dict[str, tuple[float, float]]] = {}
+    for r in store.load_records().records:
+        v = r.metrics.get(name)
+        if r.status == "ok" and r.repeat == 0 and isinstance(v, int | float):
+            units.setdefault(r.system, {})[r.id] = (float(v), 1.0)
+    return {
+        "metric": name,
+        "lower_is_better": not PROXIES[name][1],
+        "units": units,
+        "clusters": {},
+        "groups": {
+            i: {"dimension": str(it.labels.get("dimension")), "mode": str(it.labels.get("mode"))}
+            for i, it in items.items()
+        },
+    }
+
+
 def demo(
     out: str | Path, *, workers: int = 1, progress: Any = None, full: bool = False
 ) -> RunStore:
@@ -37,6 +65,7 @@ SUITE = SuiteInfo(
     demo=demo,
     demo_seconds=20.0,
     report=build_report,
+    paired_units=paired_units,
     extras={
         **lazy_renderers("voxeval.suites.sts.views", (*DOCUMENT_RENDERERS, "profile")),
         "title": "Speech-to-speech",
