@@ -53,7 +53,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
 def test_demo_writes_combined_report(demo: Demo) -> None:
     report = demo.report
     assert report["suite"] == "demo" and report["size"] == "quick"
-    assert [s["suite"] for s in report["sections"]] == ["asr", "duplex", "tts", "su"]
+    assert [s["suite"] for s in report["sections"]] == ["asr", "duplex", "tts", "su", "sts"]
     assert "report:" in demo.proc.stderr  # where the report is, for a human
     html = (demo.folder / "report.html").read_text()
     md = (demo.folder / "report.md").read_text()
@@ -75,7 +75,7 @@ def test_demo_writes_combined_report(demo: Demo) -> None:
         and "<svg" in html
         and "data:audio/ogg; codecs=opus;base64," in html
     )
-    assert "Full-duplex" in html and "Text-to-speech" in html
+    assert "Full-duplex" in html and "Text-to-speech" in html and "Speech-to-speech" in html
     # the first screen: the two agents' recommendations, a sentence per domain, then one
     # capability profile across domains (table and picture), before the contents
     summary = html[html.index("id='summary'") : html.index("<nav class='toc'>")]

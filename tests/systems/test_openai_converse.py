@@ -72,11 +72,20 @@ def test_a_server_deaf_to_audio_gives_no_ao_to_difference(tmp_path: Path) -> Non
     _needs_speech_stack()
     with FakeOpenAIServer(chat_reply="I can help. Would you like me to go ahead?") as server:
         spec = f"openai-compat:{server.base_url}?retries=0"
-        store = run_sts([spec], tmp_path, only=("parcel",), cache_dir=tmp_path / "cache")
+        store = run_sts(
+            [spec], tmp_path, only=("parcel",), cache_dir=tmp_path / "cache", proxies="all"
+        )
     report = json.loads((store.path / "report.json").read_text())
     (system,) = report["systems"]
     assert system["status"] == {"ok": 8}
     d = system["ao_minus_to"]["checklist"]["overall"]
     assert d["mean"] == 0.0 and d["ci_low"] <= 0 <= d["ci_high"]
+    # the slower proxies: the ASR round trip heard the robotic espeak answer in part (its WER
+    # is the measurement: about 0.7 here), DNSMOS scored every answer
+    recs = store.load_records().records
+    assert all(0.0 < r.metrics["answer_wer"] < 1.0 for r in recs)
+    assert all("i can" in r.output["answer_heard"].lower() for r in recs)
+    assert all(1.0 <= r.metrics["dnsmos_ovrl"] <= 5.0 for r in recs)
+    assert system["ao_minus_to"]["answer_wer"]["overall"]["n"] == 4
     info = store.info()["systems"][spec]["system_info"]
     assert info["decoding"].startswith("provider defaults") and info["voice"] == "alloy"

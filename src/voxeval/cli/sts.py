@@ -75,6 +75,13 @@ def items_cmd(only: tuple[str, ...]) -> None:
     "the answer and rates it on the raters' scale.",
 )
 @click.option(
+    "--proxies",
+    type=click.Choice(["fast", "all"]),
+    default="fast",
+    show_default=True,
+    help="all: also the answer's intelligibility (ASR round trip) and DNSMOS (slower).",
+)
+@click.option(
     "--study",
     is_flag=True,
     help="Also export a blind rating study of the answers (RUN/study/; >= 3 raters per answer).",
@@ -99,6 +106,7 @@ def run_cmd(
     clips: Path | None,
     neutral: bool,
     judge: str | None,
+    proxies: str,
     study: bool,
     out: Path,
     resume: bool,
@@ -121,6 +129,7 @@ def run_cmd(
             clips=clips,
             neutral=neutral,
             judge=judge,
+            proxies=proxies,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

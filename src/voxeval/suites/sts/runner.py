@@ -85,6 +85,7 @@ def run_sts(
     neutral: bool = False,
     items_file: str | None = None,
     judge: str | None = None,
+    proxies: str = "fast",
     timeout: float | None = DEFAULT_TIMEOUT_S,
     resume: bool = False,
     cache_dir: str | Path | None = None,
@@ -105,6 +106,8 @@ def run_sts(
         REGISTRY.check("converse", spec)
     if judge:
         REGISTRY.check("understand", judge)
+    if proxies not in ("fast", "all"):
+        raise InputError(f"--proxies is fast or all, not {proxies!r}")
     scenarios = select_items(load_items(items_file), tuple(only))
     config = {
         "item_set": item_set_version(items_file),
@@ -116,6 +119,7 @@ def run_sts(
         "render_version": RENDER_VERSION,
         "metrics_version": METRICS_VERSION,
         "judge": judge,
+        "proxies": proxies,
     }
     renderer = TurnRenderer(cache_dir or Path(out) / ".render-cache", clips)
     store, done, _ = RunStore.start_or_resume(
@@ -123,6 +127,11 @@ def run_sts(
     )
     turns = _Turns(store, renderer, neutral)
     loads: dict[str, Any] = {}
+    extra = None
+    if proxies == "all":
+        from voxeval.suites.sts.scoring import AudioProxies
+
+        extra = AudioProxies()
     rater = None
     if judge:
         from voxeval.suites.sts.judge import StsJudge
@@ -143,7 +152,9 @@ def run_sts(
                 on_start(key, len(todo))
             if not todo:
                 continue
-            loads[key] = _run_system(spec, key, todo, store, turns, timeout, on_record, rater)
+            loads[key] = _run_system(
+                spec, key, todo, store, turns, timeout, on_record, rater, extra
+            )
     finally:
         store.close()
     info = store.info()
@@ -177,6 +188,7 @@ def _run_system(
     timeout: float | None,
     on_record: Callable[[Record], None] | None,
     rater: Any = None,
+    extra: Any = None,
 ) -> dict[str, Any]:
     from voxeval.core.registry import REGISTRY
 
@@ -206,6 +218,15 @@ def _run_system(
         else:
             turn = turns.get(it.id, it.say, it.style, it.stressors)
             rec = _one(system, spec, key, it, turn, hist, mode, store, timeout)  # type: ignore[arg-type]
+            if extra is not None and rec.status == "ok" and rec.output.get("audio_path"):
+                from voxeval.core.audio import load_audio
+
+                a = load_audio(store.path / rec.output["audio_path"])
+                more = extra.score(Reply(rec.output.get("text", ""), a.samples, a.sr))
+                heard = more.pop("answer_heard", None)
+                rec.metrics.update(more)
+                if heard is not None:
+                    rec.output["answer_heard"] = heard
             if rater is not None and rec.status == "ok":
                 _judge(rater, it, turn, rec, store)
         rec.started_at, rec.ended_at = started, utc_now()

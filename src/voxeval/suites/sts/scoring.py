@@ -8,6 +8,10 @@
 - ``f0_range_st`` (naturalness proxy: prosodic variability of the answer's own voice, p90 -
   p10 of voiced F0 in semitones, ``measures.prosody``) and ``speech_rate_sps``; unscored
   (absent) for a text-only answer, never zero.
+- With ``AudioProxies`` (``sts run --proxies all``): ``answer_wer``, the intelligibility of
+  the answer (faster-whisper's transcript of the answer's audio against the text the system
+  says it spoke, word errors / words, ``suites.asr.wer``), and ``dnsmos_ovrl`` (DNSMOS P.835
+  overall, ``measures.quality``: noise and distortion, not emotion).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ PROXIES: dict[str, tuple[str, bool]] = {
     "checklist": ("checklist (text-checkable lines met)", True),
     "f0_range_st": ("pitch variability of the answer, st", True),
     "first_audio_ms": ("first audio, ms", False),
+    "answer_wer": ("answer intelligibility: ASR round-trip WER", False),
+    "dnsmos_ovrl": ("answer quality: DNSMOS overall", True),
 }
 """Proxy metric -> (label, higher is better): the per-item scores the AO-TO tables use."""
 
@@ -63,3 +69,32 @@ def score_reply(item: StsItem, reply: Reply, wall_ms: float) -> dict[str, Any]:
         if "rate_sps" in f:
             out["speech_rate_sps"] = round(float(f["rate_sps"]), 3)
     return out
+
+
+class AudioProxies:
+    """The slower proxies of the answer's audio (module docstring), models loaded once."""
+
+    def __init__(self) -> None:
+        self._asr: Any = None
+
+    def score(self, reply: Reply) -> dict[str, Any]:
+        if reply.audio is None or not reply.sample_rate or reply.duration_s < 0.2:
+            return {}
+        from voxeval.core.audio import TARGET_SR, Audio, resample
+        from voxeval.measures.quality import dnsmos
+        from voxeval.suites.asr.wer import score_text
+
+        audio = Audio(np.asarray(reply.audio, np.float32), int(reply.sample_rate))
+        out: dict[str, Any] = {"dnsmos_ovrl": round(dnsmos(audio)["ovrl_mos"], 4)}
+        if reply.text.strip():
+            if self._asr is None:
+                from voxeval.core.registry import REGISTRY
+
+                self._asr = REGISTRY.build("transcribe", "faster-whisper")
+                self._asr.load()
+            heard = self._asr.transcribe(resample(audio, TARGET_SR).samples).text
+            c = score_text(reply.text, heard)
+            if c["ref_words"]:
+                out["answer_wer"] = round((c["sub"] + c["del"] + c["ins"]) / c["ref_words"], 4)
+            out["answer_heard"] = heard
+        return out
