@@ -90,3 +90,28 @@ def test_resume_finishes_a_cut_run_without_redoing_or_duplicating(
     records = again.load_records().records
     assert len(records) == 8 and len({r.key for r in records}) == 8
     assert [json.loads(x)["id"] for x in kept] == [r.id for r in records[:5]]  # not redone
+
+
+def test_workers_and_clips(tmp_path: Path, cache: Path) -> None:
+    """Dialogues side by side give the same answers; a user's recording replaces the render
+    of its item (and says so), the others stay rendered."""
+    _needs_speech_stack()
+    from tests.conftest import shared_data
+    from voxeval.core.audio import load_audio, write_wav
+
+    spec = ["python:tests.suites.sts.fakes:ignores_audio"]
+    only = ("parcel", "headphones-refund")
+    one = run_sts(spec, tmp_path / "one", only=only, cache_dir=cache)
+    two = run_sts(spec, tmp_path / "two", only=only, cache_dir=cache, workers=2)
+    texts = [{r.id: r.output["text"] for r in s.load_records().records} for s in (one, two)]
+    assert texts[0] == texts[1] and len(texts[0]) == 18
+    assert two.info()["execution"]["workers"] == 2
+    clips = tmp_path / "clips"
+    recording = load_audio(shared_data() / "read_speech/ljspeech/LJ001-0002.wav", sr=16_000)
+    write_wav(clips / "parcel-ea.wav", recording)
+    mine = run_sts(spec, tmp_path / "mine", only=("parcel",), cache_dir=cache, clips=clips)
+    inputs = mine.info()["inputs"]
+    assert inputs["parcel-ea"] == {"source": "recording", "file": "parcel-ea.wav"}
+    assert inputs["parcel-eu"]["source"] == "render" and inputs["parcel-eu"]["constructed"]
+    heard = load_audio(mine.path / "inputs" / "parcel-ea.wav", sr=16_000)
+    assert heard.samples.size == recording.samples.size

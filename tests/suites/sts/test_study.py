@@ -64,6 +64,12 @@ def test_export_rate_merge(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     human = json.loads((store.path / "human.json").read_text())
     assert len(human["answers"]) == 8 and all(a["raters"] == 4 for a in human["answers"].values())
+    arms = human["arms"]  # the study tool's rater-controlled model, per blind arm
+    assert (
+        arms[f"{system}|ao"]["rater_controlled_mean"]
+        > arms[f"{system}|to"]["rater_controlled_mean"]
+    )
+    assert (store.path / "human_analysis.json").is_file()
     report = json.loads((store.path / "report.json").read_text())
     assert report["sources"]["human"]["kind"] == "people"
     (block,) = report["systems"]

@@ -86,6 +86,7 @@ def run_sts(
     items_file: str | None = None,
     judge: str | None = None,
     proxies: str = "fast",
+    workers: int = 1,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     resume: bool = False,
     cache_dir: str | Path | None = None,
@@ -153,7 +154,7 @@ def run_sts(
             if not todo:
                 continue
             loads[key] = _run_system(
-                spec, key, todo, store, turns, timeout, on_record, rater, extra
+                spec, key, todo, store, turns, timeout, on_record, rater, extra, workers
             )
     finally:
         store.close()
@@ -169,7 +170,7 @@ def run_sts(
             "and degradations (suites/sts/render.py); --clips recordings replace them"
         ),
         ended_at=utc_now(),
-        execution={"timeout_s": timeout},
+        execution={"timeout_s": timeout, "workers": workers},
     )
     store.write_info(info)
     if write_reports:
@@ -189,6 +190,7 @@ def _run_system(
     on_record: Callable[[Record], None] | None,
     rater: Any = None,
     extra: Any = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     from voxeval.core.registry import REGISTRY
 
@@ -205,35 +207,70 @@ def _run_system(
                 on_record(rec)
         return {"load_error": str(exc)}
     load_s = time.perf_counter() - t0
-    histories: dict[tuple[str, str], list[HistoryTurn] | str] = {}
-    for scenario, it, mode in todo:
-        hist = histories.get((scenario.id, mode))
-        if hist is None:
-            hist = _history(system, scenario, mode, turns, timeout)
-            histories[(scenario.id, mode)] = hist
-        rid = f"{it.id}#{mode}"
-        started = utc_now()
-        if isinstance(hist, str):
-            rec = error_record(rid, key, 0, "history", hist)
-        else:
-            turn = turns.get(it.id, it.say, it.style, it.stressors)
-            rec = _one(system, spec, key, it, turn, hist, mode, store, timeout)  # type: ignore[arg-type]
-            if extra is not None and rec.status == "ok" and rec.output.get("audio_path"):
-                from voxeval.core.audio import load_audio
+    groups: dict[tuple[str, str], list[tuple[StsScenario, StsItem, str]]] = {}
+    for task in todo:  # one dialogue per (scenario, mode): its history, then its items
+        groups.setdefault((task[0].id, task[2]), []).append(task)
+        turns.get(task[1].id, task[1].say, task[1].style, task[1].stressors)  # rendered first
+        for k, text in enumerate(task[0].earlier):
+            turns.get(f"{task[0].id}.earlier-{k}", text, "neutral", ())
 
-                a = load_audio(store.path / rec.output["audio_path"])
-                more = extra.score(Reply(rec.output.get("text", ""), a.samples, a.sr))
-                heard = more.pop("answer_heard", None)
-                rec.metrics.update(more)
-                if heard is not None:
-                    rec.output["answer_heard"] = heard
-            if rater is not None and rec.status == "ok":
-                _judge(rater, it, turn, rec, store)
-        rec.started_at, rec.ended_at = started, utc_now()
+    def dialogue(
+        tasks: list[tuple[StsScenario, StsItem, str]], emit: Callable[[Record], None]
+    ) -> None:
+        scenario, _, mode = tasks[0]
+        hist = _history(system, scenario, mode, turns, timeout)
+        for _, it, _ in tasks:
+            rid = f"{it.id}#{mode}"
+            started = utc_now()
+            if isinstance(hist, str):
+                rec = error_record(rid, key, 0, "history", hist)
+            else:
+                turn = turns.get(it.id, it.say, it.style, it.stressors)
+                rec = _one(system, spec, key, it, turn, hist, mode, store, timeout)  # type: ignore[arg-type]
+                _score_more(rec, it, turn, store, rater, extra)
+            rec.started_at, rec.ended_at = started, utc_now()
+            emit(rec)
+
+    def append(rec: Record) -> None:
         store.append(rec)
         if on_record:
             on_record(rec)
+
+    if workers <= 1:
+        for tasks in groups.values():
+            dialogue(tasks, append)
+    else:  # dialogues side by side; records reach the store from this thread only
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        def collect(tasks: list[tuple[StsScenario, StsItem, str]]) -> list[Record]:
+            out: list[Record] = []
+            dialogue(tasks, out.append)
+            return out
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="voxeval-sts") as pool:
+            for fut in as_completed([pool.submit(collect, t) for t in groups.values()]):
+                for rec in fut.result():
+                    append(rec)
     return {"system_info": info, "load_s": round(load_s, 3)}
+
+
+def _score_more(
+    rec: Record, it: StsItem, turn: Turn, store: RunStore, rater: Any, extra: Any
+) -> None:
+    """The slower proxies and the judge, for an answer that came."""
+    if rec.status != "ok":
+        return
+    if extra is not None and rec.output.get("audio_path"):
+        from voxeval.core.audio import load_audio
+
+        a = load_audio(store.path / rec.output["audio_path"])
+        more = extra.score(Reply(rec.output.get("text", ""), a.samples, a.sr))
+        heard = more.pop("answer_heard", None)
+        rec.metrics.update(more)
+        if heard is not None:
+            rec.output["answer_heard"] = heard
+    if rater is not None:
+        _judge(rater, it, turn, rec, store)
 
 
 def _call(

@@ -75,7 +75,10 @@ class AudioProxies:
     """The slower proxies of the answer's audio (module docstring), models loaded once."""
 
     def __init__(self) -> None:
+        import threading
+
         self._asr: Any = None
+        self._lock = threading.Lock()
 
     def score(self, reply: Reply) -> dict[str, Any]:
         if reply.audio is None or not reply.sample_rate or reply.duration_s < 0.2:
@@ -87,11 +90,12 @@ class AudioProxies:
         audio = Audio(np.asarray(reply.audio, np.float32), int(reply.sample_rate))
         out: dict[str, Any] = {"dnsmos_ovrl": round(dnsmos(audio)["ovrl_mos"], 4)}
         if reply.text.strip():
-            if self._asr is None:
-                from voxeval.core.registry import REGISTRY
+            with self._lock:
+                if self._asr is None:
+                    from voxeval.core.registry import REGISTRY
 
-                self._asr = REGISTRY.build("transcribe", "faster-whisper")
-                self._asr.load()
+                    self._asr = REGISTRY.build("transcribe", "faster-whisper")
+                    self._asr.load()
             heard = self._asr.transcribe(resample(audio, TARGET_SR).samples).text
             c = score_text(reply.text, heard)
             if c["ref_words"]:

@@ -14,8 +14,11 @@ study keys back to (item, mode, system, dimension).
 Merge. Ratings (a study folder or a long-format CSV) are mapped back to answers. Per answer:
 the raw mean and the mean within-rater z-score (each rater's own mean and spread removed:
 ``stats.raters.rater_zscores``, the rater-bias control) over its ratings. These go to
-``RUN/human.json``. The report then adds ``human`` as a score source (the z mean), beside
-the proxies and never merged with them.
+``RUN/human.json``. The study tool's own analysis of the same ratings
+(``study.analysis.analyze``: rater QC, the crossed rater-controlled model) gives each arm's
+rater-controlled mean (``arms``; the full analysis in ``RUN/human_analysis.json``). The
+report then adds ``human`` as a score source (the per-answer z mean), beside the proxies and
+never merged with them.
 """
 
 from __future__ import annotations
@@ -223,8 +226,10 @@ def merge_human(store: RunStore, source: str | Path) -> Path:
         }
         for key in raw
     }
+    arms = _study_analysis(store, r, idx)
     out = store.path / HUMAN_FILE
     doc = {
+        "arms": arms,
         "source": str(source),
         "merged_at": utc_now(),
         "scale": "5-point likert (1 not at all - 5 completely)",
@@ -234,6 +239,35 @@ def merge_human(store: RunStore, source: str | Path) -> Path:
     }
     out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     return out
+
+
+def _study_analysis(store: RunStore, r: Any, idx: list[int]) -> dict[str, Any]:
+    """The study tool's analysis of the same ratings (``study.analysis.analyze``: rater QC and
+    the crossed rater-controlled model), per arm ``<system>|<mode>``; the whole analysis goes
+    to ``RUN/human_analysis.json``."""
+    from voxeval.study.analysis import analyze
+    from voxeval.study.ratings import EvalMeta, Ratings
+
+    sub = Ratings()
+    for i in idx:
+        for name in sub.__dataclass_fields__:
+            getattr(sub, name).append(getattr(r, name)[i])
+    meta = EvalMeta(ANSWER_EVAL, "sts", question="the item's own question", scale_min=1.0,
+                    scale_max=5.0, scale_inferred=False)  # fmt: skip
+    result = analyze(sub, {ANSWER_EVAL: meta})
+    (store.path / "human_analysis.json").write_text(json.dumps(result, indent=1, default=str))
+    arms: dict[str, Any] = {}
+    for rep in result.get("evals", []):
+        for row in rep.get("systems", []):
+            rc = row.get("rater_controlled") or {}
+            arms[str(row.get("system"))] = {
+                "rater_controlled_mean": rc.get("mean"),
+                "ci_lo": rc.get("ci_lo"),
+                "ci_hi": rc.get("ci_hi"),
+                "mos": (row.get("mos") or {}).get("mean"),
+                "n": row.get("n"),
+            }
+    return arms
 
 
 def load_human(store: RunStore) -> dict[tuple[str, str], float]:
