@@ -67,3 +67,8 @@ def judge() -> Any:
         return f"Score: {5 if seconds > 3.0 else 2}\nBecause."
 
     return rate
+
+
+def text_only() -> Any:
+    """Answers in writing only."""
+    return lambda turn, history, mode: "I will block your card now."

@@ -115,3 +115,18 @@ def test_workers_and_clips(tmp_path: Path, cache: Path) -> None:
     assert inputs["parcel-eu"]["source"] == "render" and inputs["parcel-eu"]["constructed"]
     heard = load_audio(mine.path / "inputs" / "parcel-ea.wav", sr=16_000)
     assert heard.samples.size == recording.samples.size
+
+
+def test_a_text_only_answer_is_unscored_on_the_audio_dimensions(
+    tmp_path: Path, cache: Path
+) -> None:
+    _needs_speech_stack()
+    store = run_sts(
+        ["python:tests.suites.sts.fakes:text_only"], tmp_path, only=("card-sn",), cache_dir=cache
+    )
+    report = json.loads((store.path / "report.json").read_text())
+    (block,) = report["systems"]
+    assert block["status"] == {"ok": 2} and block["text_only"] == 2
+    naturalness = block["profile"]["f0_range_st"]["ao"]["speech_naturalness"]
+    assert naturalness["n"] == 0 and naturalness["mean"] is None  # unscored, not zero
+    assert block["profile"]["checklist"]["ao"]["speech_naturalness"]["mean"] == 1.0  # words count
