@@ -30,9 +30,10 @@ system-deps:
 	$(call apt_install,espeak-ng fluidsynth fluid-soundfont-gm,the demo uses piper voices and the built-in music synth)
 
 # What only the tests need: Chromium for the rating app's browser test, coturn for the
-# relay-route sessions (under CI=true a missing coturn fails its test).
+# relay-route sessions, PulseAudio for the sound loop (under CI=true a missing coturn or
+# PulseAudio fails its test).
 system-deps-test: system-deps
-	$(call apt_install,chromium coturn,the browser and TURN relay tests skip)
+	$(call apt_install,chromium coturn pulseaudio pulseaudio-utils,the browser, TURN relay and sound loop tests skip)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
