@@ -33,7 +33,7 @@ system-deps:
 # relay-route sessions, PulseAudio for the sound loop (under CI=true a missing coturn or
 # PulseAudio fails its test).
 system-deps-test: system-deps
-	$(call apt_install,chromium coturn pulseaudio pulseaudio-utils,the browser, TURN relay and sound loop tests skip)
+	$(call apt_install,chromium coturn pulseaudio pulseaudio-utils,the browser and TURN relay and sound loop tests skip)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
