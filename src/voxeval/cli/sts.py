@@ -91,6 +91,14 @@ def items_cmd(only: tuple[str, ...]) -> None:
     "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
 )
 @click.option(
+    "--workers",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Dialogues (scenario x mode) answered side by side.",
+)
+@click.option(
     "--timeout",
     default=300.0,
     show_default=True,
