@@ -17,13 +17,13 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from voxeval.core.audio import Audio, resample
 from voxeval.core.errors import SpecError, SystemOutputError
 from voxeval.systems.converse import HistoryTurn, Mode, Reply, Turn
+from voxeval.systems.duplex.link_base import is_loopback
 from voxeval.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     PROTOCOL_RATE,
@@ -83,8 +83,6 @@ class RealtimeConversant:
     def converse(self, turn: Turn, history: Sequence[HistoryTurn], mode: Mode) -> Reply:
         from websockets.sync.client import connect
 
-        host = urlsplit(self.url).hostname or ""
-        loopback = host in ("localhost", "::1") or host.startswith("127.")
         t0 = time.perf_counter()
         session = client_session(
             self.protocol,  # type: ignore[arg-type]
@@ -97,7 +95,7 @@ class RealtimeConversant:
             additional_headers=self._headers(),
             open_timeout=self.timeout,
             max_size=16 * 2**20,
-            proxy=None if loopback else True,
+            proxy=None if is_loopback(self.url) else True,
         ) as ws:
             ws.send(json.dumps({"type": "session.update", "session": session}))
             for h in history:

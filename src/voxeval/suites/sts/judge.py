@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from voxeval.core.audio import Audio
 from voxeval.suites.sts.items import StsItem
-from voxeval.suites.tts.judge import RAW_LIMIT, parse_score
+from voxeval.suites.tts.judge import Judge, parse_score
 
 __all__ = ["JUDGE_PROMPT_VERSION", "StsJudge", "build_prompt"]
 
@@ -42,17 +40,10 @@ def build_prompt(item: StsItem) -> str:
     return _PROMPT.format(question=item.question, checklist=lines)
 
 
-class StsJudge:
-    def __init__(self, spec: str) -> None:
-        from voxeval.core.registry import REGISTRY
+class StsJudge(Judge):
+    """The TTS judge's system handling and result block, asked about a caller and an answer."""
 
-        self.spec = spec
-        self.system = REGISTRY.build("understand", spec)
-        loader = getattr(self.system, "load", None)
-        if callable(loader):
-            loader()
-
-    def rate(self, item: StsItem, user: Audio, answer: Audio) -> dict[str, Any]:
+    def rate_answer(self, item: StsItem, user: Audio, answer: Audio) -> dict[str, Any]:
         """The judge block of one answer (never raises): spec, score, status, raw, reason."""
         try:
             raw = self.system.understand([user, answer], build_prompt(item))
@@ -63,26 +54,5 @@ class StsJudge:
         score, reason = parse_score(raw, SCALE)
         return self._block(score, "ok" if score is not None else "unparseable", raw, reason)
 
-    def _block(self, score: float | None, status: str, raw: str, reason: str) -> dict[str, Any]:
-        return {
-            "spec": self.spec,
-            "score": score,
-            "status": status,
-            "raw": raw[:RAW_LIMIT],
-            "reason": reason,
-        }
-
     def describe(self) -> dict[str, Any]:
-        describe = getattr(self.system, "describe", None)
-        return {
-            "spec": self.spec,
-            "prompt_version": JUDGE_PROMPT_VERSION,
-            "scale": "1-5",
-            "system": describe() if callable(describe) else None,
-        }
-
-
-def as_audio(samples: np.ndarray | None, sr: int | None) -> Audio | None:
-    if samples is None or not sr:
-        return None
-    return Audio(np.asarray(samples, np.float32), int(sr))
+        return {**super().describe(), "prompt_version": JUDGE_PROMPT_VERSION, "scale": "1-5"}

@@ -341,7 +341,7 @@ def _judge(rater: Any, it: StsItem, turn: Turn, rec: Record, store: RunStore) ->
                                "reason": "a text-only answer: nothing to hear"}  # fmt: skip
         return
     answer = load_audio(store.path / rec.output["audio_path"])
-    block = rater.rate(it, Audio(turn.audio, turn.sample_rate), answer)
+    block = rater.rate_answer(it, Audio(turn.audio, turn.sample_rate), answer)
     rec.output["judge"] = block
     if block.get("score") is not None:
         rec.metrics["judge"] = float(block["score"])

@@ -35,6 +35,7 @@ from voxeval.systems.duplex.realtime_protocol import elide_audio
 __all__ = [
     "ERROR_CAP",
     "LinkBase",
+    "LinkFactory",
     "describe_error",
     "is_loopback",
     "open_websocket",
@@ -215,3 +216,15 @@ async def open_websocket(
         ),
         timeout_s,
     )
+
+
+class LinkFactory:
+    """One link of ``link_class`` per session, built from ``url`` and ``options``, with what
+    the run records (``info``, from a probe link that never connects)."""
+
+    def __init__(self, link_class: type[Any], url: str, options: dict[str, Any]) -> None:
+        self.link_class, self.url, self.options = link_class, url, options
+        self.info = dict(link_class(url, **options).info)
+
+    def __call__(self) -> Any:
+        return self.link_class(self.url, **self.options)

@@ -49,12 +49,12 @@ from voxeval.contracts.duplex.agent_api import (
     PlaybackReport,
 )
 from voxeval.systems.duplex.impair import NETWORK_KINDS, ImpairPlan, UdpImpairer
-from voxeval.systems.duplex.link_base import describe_error, is_loopback, redact_url
+from voxeval.systems.duplex.link_base import LinkFactory, describe_error, is_loopback, redact_url
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
 
-__all__ = ["WEBRTC_RATE", "WebRTCAgentLink", "WebRTCLinkFactory", "build"]
+__all__ = ["WEBRTC_RATE", "WebRTCAgentLink", "build"]
 
 WEBRTC_RATE = 48_000
 FRAME_MS = 20
@@ -535,19 +535,7 @@ _PASSED = (
 )
 
 
-class WebRTCLinkFactory:
-    """One ``WebRTCAgentLink`` per session, with what the run records (``info``)."""
-
-    def __init__(self, url: str, options: dict[str, Any]) -> None:
-        self.url = url
-        self.options = options
-        self.info = dict(WebRTCAgentLink(url, **options).info)
-
-    def __call__(self) -> WebRTCAgentLink:
-        return WebRTCAgentLink(self.url, **self.options)
-
-
-def build(spec: Any, capability: str) -> WebRTCLinkFactory:
+def build(spec: Any, capability: str) -> LinkFactory:
     """Registry factory for ``webrtc:http(s)://HOST[:PORT]/v1/realtime/calls[?route=relay&
     turn=turn:HOST:PORT&turn_user_env=VAR&turn_pass_env=VAR&ice_hosts=127.0.0.1]``."""
     from voxeval.core.errors import SpecError
@@ -577,6 +565,6 @@ def build(spec: Any, capability: str) -> WebRTCLinkFactory:
         elif key in _PASSED:
             options[key] = value
     try:
-        return WebRTCLinkFactory(url, options)
+        return LinkFactory(WebRTCAgentLink, url, options)
     except (ValueError, PermissionError) as exc:
         raise SpecError(f"{redact_url(spec.raw)}: {exc}") from None

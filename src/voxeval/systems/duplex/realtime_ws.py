@@ -59,7 +59,7 @@ import numpy as np
 from voxeval.contracts.duplex.agent_api import AgentOutput, Stamped
 from voxeval.core.registry import options_of
 from voxeval.core.specs import is_harness_option
-from voxeval.systems.duplex.link_base import describe_error, open_websocket, redact_url
+from voxeval.systems.duplex.link_base import LinkFactory, describe_error, open_websocket, redact_url
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import BETA_HEADER, Dialect, pcm16_to_b64
 
@@ -68,7 +68,6 @@ __all__ = [
     "HOP_PREFIX",
     "LINK_OPTIONS",
     "RealtimeAgentLink",
-    "RealtimeLinkFactory",
     "build",
 ]
 
@@ -461,20 +460,7 @@ def _import_websockets() -> None:
 # --------------------------------------------------------------------------- registry
 
 
-class RealtimeLinkFactory:
-    """One ``RealtimeAgentLink`` per session, with what the run records (``info``)."""
-
-    def __init__(self, url: str, options: dict[str, Any]) -> None:
-        self.url = url
-        self.options = options
-        probe = RealtimeAgentLink(url, **options)
-        self.info = dict(probe.info)
-
-    def __call__(self) -> RealtimeAgentLink:
-        return RealtimeAgentLink(self.url, **self.options)
-
-
-def build(spec: Any, capability: str) -> RealtimeLinkFactory:
+def build(spec: Any, capability: str) -> LinkFactory:
     """Registry factory for ``ws://...`` / ``wss://...`` (backend ``realtime``).
 
     Link options (``LINK_OPTIONS``) may be given in the URL's query or as spec options; they
@@ -508,6 +494,6 @@ def build(spec: Any, capability: str) -> RealtimeLinkFactory:
                 options["turn"] = value
             else:
                 options[key] = value
-        return RealtimeLinkFactory(url, options)
+        return LinkFactory(RealtimeAgentLink, url, options)
     except ValueError as exc:
         raise SpecError(f"{redact_url(spec.raw)}: {exc}") from None

@@ -50,10 +50,16 @@ from voxeval.contracts.duplex.agent_api import (
     SessionInfo,
 )
 from voxeval.systems.duplex.g711 import mulaw_decode, mulaw_encode
-from voxeval.systems.duplex.link_base import LinkBase, describe_error, open_websocket, redact_url
+from voxeval.systems.duplex.link_base import (
+    LinkBase,
+    LinkFactory,
+    describe_error,
+    open_websocket,
+    redact_url,
+)
 from voxeval.systems.duplex.realtime_protocol import StreamResampler
 
-__all__ = ["PHONE_RATE", "TwilioLinkFactory", "TwilioStreamLink", "build"]
+__all__ = ["PHONE_RATE", "TwilioStreamLink", "build"]
 
 PHONE_RATE = 8_000
 CHUNK_MS = 20
@@ -484,19 +490,7 @@ class TwilioStreamLink(LinkBase):
 # --------------------------------------------------------------------------- registry
 
 
-class TwilioLinkFactory:
-    """One ``TwilioStreamLink`` per session, with what the run records (``info``)."""
-
-    def __init__(self, url: str, options: dict[str, Any]) -> None:
-        self.url = url
-        self.options = options
-        self.info = dict(TwilioStreamLink(url, **options).info)
-
-    def __call__(self) -> TwilioStreamLink:
-        return TwilioStreamLink(self.url, **self.options)
-
-
-def build(spec: Any, capability: str) -> TwilioLinkFactory:
+def build(spec: Any, capability: str) -> LinkFactory:
     """Registry factory for ``twilio-ws:ws://HOST:PORT/PATH[?gap_ms=400&key_env=VAR]``."""
     from voxeval.core.errors import SpecError
     from voxeval.core.registry import options_of
@@ -515,6 +509,6 @@ def build(spec: Any, capability: str) -> TwilioLinkFactory:
     if "key_env" in spec.options:
         options["key_env"] = spec.options["key_env"]
     try:
-        return TwilioLinkFactory(url, options)
+        return LinkFactory(TwilioStreamLink, url, options)
     except ValueError as exc:
         raise SpecError(f"{redact_url(spec.raw)}: {exc}") from None
