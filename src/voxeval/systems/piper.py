@@ -216,6 +216,18 @@ class PiperSynthesizer:
         session = self._new_session(None)
         self._voice = PiperVoice(session=session, config=PiperConfig.from_dict(self._config))
 
+    def with_length_scale(self, length_scale: float) -> PiperSynthesizer:
+        """The same voice at another speaking rate, sharing the loaded model (load() first
+        or on first use) and its lock."""
+        import copy
+
+        if length_scale <= 0:
+            raise InputError(f"length_scale must be > 0, not {length_scale}")
+        self.load()
+        other = copy.copy(self)
+        other.length_scale = float(length_scale)
+        return other
+
     def synthesize(
         self, text: str, voice: str | None = None, instructions: str | None = None
     ) -> Audio:

@@ -151,12 +151,9 @@ class TurnRenderer:
         return self._tts
 
     def _speak(self, text: str, prosody: Prosody) -> np.ndarray:
-        from voxeval.core.registry import REGISTRY
-
         factor = 2.0 ** (prosody.pitch_st / 12.0)
         scale = factor / prosody.rate  # the pitch shift shortens by ``factor``: pre-lengthen
-        tts = REGISTRY.build("synthesize", f"{VOICE}&length_scale={scale:.4f}")
-        tts._voice = self._voice()._voice  # one loaded model for every length scale
+        tts = self._voice().with_length_scale(scale)
         parts: list[np.ndarray] = [np.zeros(round(prosody.lead_ms * TARGET_SR / 1000), np.float32)]
         gap = np.zeros(round((PHRASE_GAP_MS + prosody.pause_ms) * TARGET_SR / 1000), np.float32)
         for i, phrase in enumerate(_phrases(text) or [text]):

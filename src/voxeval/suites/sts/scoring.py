@@ -49,7 +49,7 @@ def score_reply(item: StsItem, reply: Reply, wall_ms: float) -> dict[str, Any]:
     checkable = [c for c in checks if c is not None]
     out: dict[str, Any] = {
         "checklist": (sum(checkable) / len(checkable)) if checkable else None,
-        "checklist_lines": [c if c is not None else None for c in checks],
+        "checklist_lines": checks,
         "empty": not text and reply.audio is None,
         "refusal": bool(REFUSAL.search(text.lower())),
         "text_only": reply.audio is None,
