@@ -615,6 +615,15 @@ def gate_cmd(
 )
 @click.option("--frame-ms", type=click.Choice(["10", "20"]), default="20", show_default=True)
 @click.option(
+    "--loop",
+    type=click.Choice(["none", "pulseaudio"]),
+    default="none",
+    show_default=True,
+    help="pulseaudio: play the agent's audio through a real player into a private PulseAudio "
+    "server's virtual sound card and capture it; output.wav is the capture (L3 evidence with "
+    "a socket agent). Needs PulseAudio and the real clock.",
+)
+@click.option(
     "--clips",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Your own recordings: CLIPS/<scenario_id>/<segment_id>.wav replace rendered speech.",
@@ -650,6 +659,7 @@ def run_cmd(
     compute: str,
     route: tuple[str, ...],
     frame_ms: str,
+    loop: str,
     clips: Path | None,
     detector: str,
     matrix: Path | None,
@@ -720,6 +730,7 @@ def run_cmd(
                 state_probe=state_probe,
                 matrix=matrix_doc,
                 matrix_source=str(matrix) if matrix is not None else "example",
+                loop=loop,
                 on_plan=lambda n: progress.update(task, total=n),
                 on_record=lambda rec: progress.update(
                     task, advance=1, status=f"{rec.id} {rec.status}"

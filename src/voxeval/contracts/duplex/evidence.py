@@ -12,6 +12,7 @@ from typing import Any, Literal
 from voxeval.contracts.duplex.common import (
     Loc,
 )
+from voxeval.contracts.duplex.loop_check import check_loop
 from voxeval.contracts.duplex.manifest import (
     BundleManifest,
     sha256_file,
@@ -20,7 +21,7 @@ from voxeval.contracts.duplex.manifest import (
 SELF_DECLARED_LEVEL_KEYS = ("evidence_level", "evidence", "level")
 EvidenceLevel = Literal["L1", "L2", "L3", "L4"]
 EVIDENCE_LEVELS: tuple[EvidenceLevel, ...] = ("L1", "L2", "L3", "L4")
-_AUDIO = ("input.wav", "output.wav", "mixed.wav")
+_AUDIO = ("input.wav", "output.wav", "mixed.wav", "capture.wav", "received.wav")
 FEATURES_FILE = "features.json"
 """Derived audio features that a redacted bundle keeps instead of its raw audio."""
 REDACTION_VERSION = 1
@@ -256,6 +257,32 @@ def assess_evidence(
         else:
             reasons.append("capture claimed but output.wav is absent: capture counted as none")
             fact["capture"] = "none"
+    unverified: str | None = None
+    if fact["capture"] != "none" and not events_from_audio and "output.wav" not in derived:
+        if bundle_dir is None:
+            unverified = "the capture's loop artifacts were not checked (no bundle folder)"
+        else:
+            problem = check_loop(bundle_dir, present)
+            if problem is not None:
+                reasons.append(
+                    f"capture claimed but its loop artifacts do not back it: {problem}; "
+                    "capture counted as none"
+                )
+                fact["capture"] = "none"
+                if fact["acoustic_events"] == "capture":
+                    fact["acoustic_events"] = "none"
+    if p.loop not in (None, "none") and fact["playback"] == "modelled":
+        contradict(
+            ("provenance", "loop"),
+            f"a {p.loop} loop with modelled playback: nothing was played into it",
+            "playback",
+        )
+    if p.player == "model" and fact["playback"] == "real_device_capture":
+        contradict(
+            ("provenance", "player"),
+            "the player is voxeval's model, yet playback claims a real device",
+            "playback",
+        )
     notes: list[tuple[Loc, str]] = []
     if fact["capture"] != "none" and "output.wav" in derived:
         notes.append(
@@ -286,6 +313,8 @@ def assess_evidence(
         l3_missing.append("the agent's audio was not captured after a real player")
     if fact["acoustic_events"] != "capture":
         l3_missing.append(f"acoustic events come from {fact['acoustic_events']}, not the capture")
+    if unverified:
+        l3_missing.append(unverified)
     if fact["transport"] != "socket":
         l3_missing.append("the agent ran in-process, not behind a real socket")
     if fact["clock"] != "monotonic":

@@ -92,6 +92,12 @@ class Provenance(BaseModel):
     traffic: Literal["synthetic", "production_shadow"] | None = None
     acoustic_events: Literal["none", "output_stream", "capture"] | None = None
     """Where acoustic.* events were derived from: nowhere, the agent's output stream, or the capture."""
+    player: Literal["model", "process", "device"] | None = None
+    """What played the agent's audio: voxeval's playback model, a player process on this
+    machine, or a device's own player."""
+    loop: Literal["none", "virtual_sound_card", "acoustic"] | None = None
+    """How the played audio reached the capture: not at all, a virtual sound card's monitor
+    (a bundle then holds ``capture.wav`` and ``loop.json``), or through the air to a mic."""
 
 
 class SystemInfo(Strict):

@@ -257,6 +257,10 @@ class Scenario(Strict):
     tools: list[Tool] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
     initial_state: dict[str, Any] = Field(default_factory=dict)
+    echo_db: float | None = Field(default=None, le=0)
+    """The agent's own playback in its microphone, in dB relative to what was played (e.g.
+    -20); None: no echo path. The played audio is the capture over a sound loop, else the
+    modelled player's track."""
     """The business state the agent starts from (e.g. ``appointments``, ``availability``);
     agents with their own backend seed it, dates as ISO strings like the business truth."""
 

@@ -30,7 +30,8 @@ dates, amounts and idempotency keys are left alone. The HMAC key behind the toke
 per redaction and never written (``personal_data_key`` supplies one, e.g. to link the tokens of
 several bundles). A business file that cannot be parsed cannot be checked: it is not copied.
 
-and drops ``input.wav``, ``output.wav`` and ``mixed.wav``. The manifest is rewritten: its file
+and drops ``input.wav``, ``output.wav``, ``mixed.wav`` and a sound loop's ``capture.wav`` and
+``received.wav``. The manifest is rewritten: its file
 list hashes the new files, and ``privacy`` records ``redacted: true``, ``retention_days`` and
 ``purpose``. ``features.json`` says what was dropped (each file's sha256 and size, so a kept
 copy elsewhere can be matched), when, with which detector, the evidence level the bundle had
@@ -75,7 +76,7 @@ ENVELOPE_HOP_MS = 10
 ENVELOPE_FLOOR_DB = -120.0
 """Keys of an event's ``data`` (at any depth) whose string values are transcripts."""
 KEPT_FILES = ("events.jsonl", "scenario.yaml", "tool-audit.json", "final-state.json")
-DROPPED_FILES = ("input.wav", "output.wav", "mixed.wav")
+DROPPED_FILES = ("input.wav", "output.wav", "mixed.wav", "capture.wav", "received.wav")
 TOOL_PAYLOAD_KEYS = (
     "arguments",
     "args",

@@ -5,6 +5,11 @@ modelled player played, same timeline and length), ``events.jsonl`` (the ledger 
 order), ``tool-audit.json``, ``final-state.json`` (when the agent exported one),
 ``scenario.yaml`` (the scenario as run) and ``manifest.json`` (versions, hashes, clock,
 provenance facts; never an evidence level: the scoring core derives it).
+
+With a sound loop (``loop``): ``output.wav`` is the capture on the session clock,
+``capture.wav`` the whole capture as recorded, ``received.wav`` the agent's audio as the
+transport delivered it (the playback model's track) and ``loop.json`` the loop's facts and
+measured latency and jitter (``live.loop``); the player producer names the real player.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from voxeval.contracts.duplex.manifest import (
 )
 from voxeval.contracts.duplex.vocabulary import Route
 from voxeval.core.version import __version__
+from voxeval.suites.duplex.live.loop import CAPTURE_FILE, LOOP_FILE, RECEIVED_FILE, LoopEvidence
 from voxeval.suites.duplex.live.session import SessionResult
 
 __all__ = ["write_bundle"]
@@ -43,6 +49,7 @@ def write_bundle(
     device: str | None = None,
     extra: dict[str, Any] | None = None,
     extra_files: Mapping[str, Callable[[Path], Any]] | None = None,
+    loop: LoopEvidence | None = None,
 ) -> Path:
     """Write ``result`` into ``folder`` (created) and return it. ``extra_files``: name ->
     writer(path) of more files to keep and hash (e.g. a socket link's raw protocol log)."""
@@ -50,13 +57,25 @@ def write_bundle(
     folder.mkdir(parents=True, exist_ok=True)
     sr = result.sample_rate
     sf.write(folder / "input.wav", result.input, sr, subtype="PCM_16")
-    sf.write(folder / "output.wav", result.output, sr, subtype="PCM_16")
+    names = ["input.wav", "output.wav"]
+    player = f"voxeval.playback-model {__version__}"
+    if loop is None:
+        sf.write(folder / "output.wav", result.output, sr, subtype="PCM_16")
+    else:
+        sf.write(folder / "output.wav", loop.output, sr, subtype="PCM_16")
+        sf.write(folder / CAPTURE_FILE, loop.capture, sr, subtype="PCM_16")
+        sf.write(folder / RECEIVED_FILE, result.output, sr, subtype="PCM_16")
+        (folder / LOOP_FILE).write_text(json.dumps(loop.doc, indent=1))
+        names += [CAPTURE_FILE, RECEIVED_FILE, LOOP_FILE]
+        player = (
+            f"voxeval pulse_player {__version__} on PulseAudio {loop.doc.get('pulseaudio_version')}"
+        )
     events = sorted(result.events, key=lambda e: (e.monotonic_ns, e.seq or 0))
     with (folder / "events.jsonl").open("w", encoding="utf-8") as fh:
         for e in events:
             fh.write(e.to_json() + "\n")
     (folder / "tool-audit.json").write_text(json.dumps(result.tool_audit, indent=1))
-    names = ["input.wav", "output.wav", "events.jsonl", "tool-audit.json"]
+    names += ["events.jsonl", "tool-audit.json"]
     if result.end.final_state is not None:
         (folder / "final-state.json").write_text(json.dumps(result.end.final_state, indent=1))
         names.append("final-state.json")
@@ -73,7 +92,7 @@ def write_bundle(
         created_at=dt.datetime.now(dt.UTC),
         producers={
             "harness": f"voxeval {__version__}",
-            "player": f"voxeval.playback-model {__version__}",
+            "player": player,
             "agent": f"{system.name} {system.version or ''}".strip(),
         },
         files=[

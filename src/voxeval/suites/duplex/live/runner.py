@@ -128,6 +128,7 @@ def run_scenarios(
     self_check: bool = True,
     matrix: AcceptanceMatrix | None = None,
     matrix_source: str | None = None,
+    loop: str = "none",
 ) -> RunStore:
     """Run every scenario ``repeat`` times against ``agent`` (one spec, or several: each is
     a system of the run) into ``out/<run_id>/``.
@@ -146,6 +147,12 @@ def run_scenarios(
     (repeat index ``r * len(routes) + k``), the agent's spec fixing no route of its own; the
     session's route is then what its ICE pair says.
 
+    ``loop``: ``none`` (default: the player is modelled, L2) or ``pulseaudio``: the run starts
+    its own PulseAudio server (``systems.duplex.sound_server``) and every session plays the
+    agent's received audio through a real player into a null sink whose monitor is captured
+    (``live.loop``); ``output.wav`` is the capture and the bundle holds what L3 is derived
+    from. Real clock only. The self-check then also measures the loop's latency and jitter.
+
     ``self_check`` (default on): before the sessions, the harness measures its own added
     latency with a loopback echo agent on the run's transports and clock, and after them pools
     the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
@@ -162,6 +169,10 @@ def run_scenarios(
     clock = clock or ("real" if sockets else "virtual")
     if sockets and clock != "real":
         raise InputError(f"{sockets[0]}: a socket agent runs on the real clock only")
+    if loop not in ("none", "pulseaudio"):
+        raise InputError(f"--loop must be none or pulseaudio, not {loop!r}")
+    if loop != "none" and clock != "real":
+        raise InputError("a sound loop runs on the real clock only (--clock real)")
     routes = [route] if isinstance(route, str) else list(dict.fromkeys(route))
     factories: dict[tuple[str, str], AgentFactory] = {}
     infos: dict[str, dict[str, Any]] = {}
@@ -186,6 +197,7 @@ def run_scenarios(
             "seed": seed,
             "clips": str(clips) if clips else None,
             "state_probe": state_probe,
+            "loop": loop,
             "version": LIVE_VERSION,
         },
         "systems": agents,
@@ -234,17 +246,24 @@ def run_scenarios(
         )
         for rt in routes
     }
+    sound = None
+    if loop == "pulseaudio" and todo:
+        sound = _start_sound_server()
     if self_check and todo:
         _self_check_latency(store, {transports[a] for a in agents}, clock, frame_ms)
+        if sound is not None:
+            _self_check_loop(store, sound)
     try:
         for a, sc, path, r in todo:
             provenance = Provenance(
                 transport=transports[a],  # type: ignore[arg-type]
                 clock="monotonic" if clock == "real" else "virtual",
-                playback="modelled",
-                capture="none",
+                playback="modelled" if sound is None else "real_device_capture",
+                capture="none" if sound is None else "loopback_soundcard",
                 traffic="synthetic",
-                acoustic_events="output_stream",
+                acoustic_events="output_stream" if sound is None else "capture",
+                player="model" if sound is None else "process",
+                loop="none" if sound is None else "virtual_sound_card",
             )
             stored = f"bundles/{sc.id}/{r}"
             if len(agents) > 1:
@@ -266,12 +285,15 @@ def run_scenarios(
                 BundleRef,
                 score_ref,
                 state_probe,
+                sound,
             )
             store.append(rec)
             if on_record:
                 on_record(rec)
     finally:
         store.close()
+        if sound is not None:
+            sound.close()
     if self_check:
         _self_check_pacing(store, clock)
     from voxeval.report import finish_run
@@ -324,6 +346,7 @@ def _one_session(
     bundle_ref: Any,
     score_ref: Any,
     state_probe: str | None = None,
+    sound: Any = None,
 ) -> Record:
     from voxeval.suites.duplex.live.bundle_writer import write_bundle
     from voxeval.suites.duplex.live.stimuli import render_segments
@@ -341,8 +364,28 @@ def _one_session(
     except Exception as exc:  # a system that cannot start is an error record
         return _error(sc, agent, r, "agent-start", f"{type(exc).__name__}: {exc}", started)
     sid = f"{sc.id}-r{r}-{store.run_id[-4:]}"
+    player = None
+    if sound is not None:
+        from voxeval.systems.duplex.sound_loop import SoundLoop
+
+        player = SoundLoop(sound, cfg.sample_rate)
+        try:
+            player.start()
+        except Exception as exc:  # a loop that cannot start is this session's error
+            _close_quietly(instance)
+            return _error(sc, agent, r, "loop", f"{type(exc).__name__}: {exc}", started)
+    looped = None
     try:
-        result = run_session(sc, audio, instance, cfg, sid)
+        result = run_session(sc, audio, instance, cfg, sid, loop=player)
+        if player is not None:
+            from voxeval.suites.duplex.live.loop import loop_evidence
+
+            looped = loop_evidence(
+                result.output, player.stop(), result.origin_ns, sample_rate=cfg.sample_rate
+            )
+            result.stats["loop"] = {
+                k: looped.doc[k] for k in ("latency_ms", "jitter_ms", "n_windows", "problems")
+            }
         if state_probe and result.end.final_state is None:
             state, problem = probe_state(state_probe, sid, sc.id)
             result.end.final_state = state
@@ -351,10 +394,9 @@ def _one_session(
         log_name = str(getattr(instance, "RAW_LOG_NAME", "realtime.jsonl"))
         extra_files = {log_name: raw_log} if callable(raw_log) else {}
     finally:
-        close = getattr(instance, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):  # closing is best effort
-                close()
+        if player is not None:
+            player.close()
+        _close_quietly(instance)
     version = agent_info.get("version") or result.end.info.get("version")
     system = SystemInfo(
         name=agent,
@@ -374,6 +416,7 @@ def _one_session(
         clock=clock,
         extra={"repeat": r, "agent_spec": agent},
         extra_files=extra_files,
+        loop=looped,
     )
     ref = bundle_ref(
         path=store.path / stored,
@@ -391,6 +434,42 @@ def _one_session(
     rec.started_at = started
     rec.timing["wall_s"] = round(time.perf_counter() - t0, 3)
     return rec
+
+
+def _close_quietly(instance: Any) -> None:
+    close = getattr(instance, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):  # closing is best effort
+            close()
+
+
+def _start_sound_server() -> Any:
+    """The run's own PulseAudio server; ``InputError`` before any session when it cannot run."""
+    from voxeval.systems.duplex.pulse_simple import library_available
+    from voxeval.systems.duplex.sound_server import PulseServer, pulseaudio_path
+
+    if pulseaudio_path() is None or not library_available():
+        raise InputError(
+            "--loop pulseaudio needs PulseAudio (apt install pulseaudio pulseaudio-utils; "
+            "make system-deps-test installs it)"
+        )
+    try:
+        return PulseServer()
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        raise InputError(f"--loop pulseaudio: the sound server did not start: {exc}") from None
+
+
+def _self_check_loop(store: RunStore, sound: Any) -> None:
+    from voxeval.suites.duplex.live.loop import measure_loop
+
+    check = dict(store.info().get("self_check") or {"latency": {}, "errors": []})
+    try:
+        check["loop"] = measure_loop(sound)
+    except Exception as exc:  # never fatal
+        check.setdefault("errors", []).append(
+            {"stage": "loop", "error": f"{type(exc).__name__}: {exc}"}
+        )
+    store.update_info(self_check=check)
 
 
 def probe_state(probe: str, session_id: str, scenario_id: str) -> tuple[Any, str | None]:

@@ -44,6 +44,15 @@ The session ends when every segment was played or skipped, nothing is queued, th
 idle and the agent produced nothing for ``tail_ms`` (while a trigger still waits: for
 ``trigger_timeout_ms``), or at the hard cap ``max_session_ms``.
 
+Sound loop and echo
+===================
+With a ``loop`` (real clock only) every chunk of agent audio is also handed to a real player
+as it is received and every cut is that player's flush; the model still renders the
+received track (``received.wav``), and the runner replaces ``output.wav`` by the capture
+(``live.loop``). A scenario with ``echo_db`` gives the agent's microphone an echo path: each
+frame sent carries the played audio of the frame before (the capture with a loop, else the
+model's track) at ``echo_db``; it is part of ``input.wav`` too, as the agent heard it.
+
 Faults (scenario ``faults``, seeded)
 ====================================
 ``delay`` / ``jitter`` add a one-way delay to frames (uplink) and outputs (downlink), the order
@@ -68,7 +77,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -101,6 +110,18 @@ __all__ = [
 ]
 
 PRODUCERS = ("harness", "agent", "player")
+
+
+class PlayerLoop(Protocol):
+    """A real player beside the playback model (``systems.duplex.sound_loop.SoundLoop``)."""
+
+    def play(self, pcm: np.ndarray) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def heard(self, t_ns: int, n: int) -> np.ndarray: ...
+
+
 EDGE_REL_DB = -24.0
 FLOOR_DBFS = -60.0
 
@@ -142,6 +163,8 @@ class SessionResult:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     route: str = "direct"
+    origin_ns: int = 0
+    """Monotonic time of session time 0 (real clock; a sound loop's capture is placed by it)."""
 
 
 # --------------------------------------------------------------------------- truth edges
@@ -332,8 +355,11 @@ class _Session:
         agent: DuplexAgent,
         config: SessionConfig,
         session_id: str,
+        loop: PlayerLoop | None = None,
     ) -> None:
         self.sc = scenario
+        self.loop = loop
+        self.echo_gain = 0.0 if scenario.echo_db is None else 10 ** (scenario.echo_db / 20)
         self.clips = clips
         self.agent = agent
         self.cfg = config
@@ -546,6 +572,8 @@ class _Session:
                 (self.cfg.device_delay_ms + self.link.backlog_ms(ns / 1e6)) * self.sr / 1000
             )
             self.player.enqueue(out.response_id, out.pcm, sample)
+            if self.loop is not None:
+                self.loop.play(np.asarray(out.pcm))
             n = int(np.asarray(out.pcm).size)
             self.log(
                 "tts.chunk",
@@ -554,7 +582,7 @@ class _Session:
                 data={"samples": n, "ms": round(n * 1000 / self.sr, 3)},
             )
         elif isinstance(out, ClearAudio):
-            self._player_events(self.player.clear(out.response_id, sample))
+            self._cut(out.response_id, sample)
         elif isinstance(out, ToolCall):
             self.log(
                 "tool.requested",
@@ -574,8 +602,7 @@ class _Session:
             self._push(ns + round(lat * 1e6), "tool", (out, ns))
         elif isinstance(out, AgentEvent):
             if _cancels(out):  # the cut is logged before the event it caused (causal order)
-                cut = self.player.clear(out.response_id, sample)
-                self._player_events(cut)
+                cut = self._cut(out.response_id, sample)
                 ns = max([ns, *(self._ns(pe.sample) for pe in cut)])
             self._clock(out.producer)
             self.log(
@@ -625,6 +652,30 @@ class _Session:
                 method="stamped by the agent on the session clock (not stated further)",
             )
         self.events.append(clock.to_event(self.sid, 0))
+
+    def _cut(self, response_id: str | None, sample: int) -> list[PlaybackEvent]:
+        """Drop a response's audio at the player (the model; the loop's player flushes)."""
+        busy = self.player.busy()
+        cut = self.player.clear(response_id, sample)
+        if self.loop is not None and busy:
+            self.loop.flush()
+        self._player_events(cut)
+        return cut
+
+    def _echo(self, t0: int) -> np.ndarray | None:
+        """The agent's own playback in its microphone for the frame at ``t0``: the played
+        audio of the frame before (the capture with a loop, else the model's track) at
+        ``echo_db``; None without an echo path."""
+        if not self.echo_gain or t0 < self.frame:
+            return None
+        if self.loop is not None:
+            heard = self.loop.heard(self.t_start + self._ns(t0 - self.frame), self.frame)
+        else:
+            track = self.player.track()
+            heard = np.zeros(self.frame, np.float32)
+            part = track[t0 - self.frame : t0]
+            heard[: part.size] = part
+        return np.asarray(heard, np.float32) * self.echo_gain
 
     def _render(self, sample: int) -> None:
         self._player_events(self.player.advance_to(sample))
@@ -723,6 +774,12 @@ class _Session:
                 break
             end = t0 + self.frame
             frame = np.zeros(self.frame, np.float32)
+            echo = self._echo(t0)
+            if echo is not None:
+                if end > self.input.size:
+                    grow = np.zeros(end - self.input.size, np.float32)
+                    self.input = np.concatenate([self.input, grow])
+                self.input[t0:end] += echo
             if t0 < self.input.size:
                 part = self.input[t0 : min(end, self.input.size)]
                 frame[: part.size] = part
@@ -775,6 +832,7 @@ class _Session:
             tool_audit=audit,
             skipped=self.skipped,
             route=self.route,
+            origin_ns=self.t_start,
             stats={
                 "duration_s": round(n / self.sr, 3),
                 "agent_calls": self.calls,
@@ -819,14 +877,19 @@ def run_session(
     agent: DuplexAgent,
     config: SessionConfig | None = None,
     session_id: str | None = None,
+    loop: PlayerLoop | None = None,
 ) -> SessionResult:
     """Run ``scenario`` (segment audio in ``clips``, float32 at ``config.sample_rate``)
-    against ``agent`` on the session's clock (virtual by default); see the module docstring."""
+    against ``agent`` on the session's clock (virtual by default); see the module docstring.
+    ``loop``: a real player the agent's audio is also handed to (real clock only)."""
+    cfg = config or SessionConfig()
+    if loop is not None and cfg.clock != "real":
+        raise ValueError("a sound loop runs on the real clock only")
     missing = [s.id for s in scenario.segments if s.id not in clips]
     if missing:
         raise ValueError(f"no rendered audio for segment(s) {', '.join(missing)}")
     sid = session_id or f"{scenario.id}-{uuid.uuid4().hex[:8]}"
-    return _Session(scenario, clips, agent, config or SessionConfig(), sid).run()
+    return _Session(scenario, clips, agent, cfg, sid, loop).run()
 
 
 run_virtual_session = run_session
