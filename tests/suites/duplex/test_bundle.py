@@ -16,6 +16,7 @@ import soundfile as sf
 import yaml
 from click.testing import CliRunner
 
+from tests.helpers.loop import add_loop_artifacts
 from voxeval.cli.main import cli
 from voxeval.contracts.duplex.event import Event, ProducerClock
 from voxeval.contracts.duplex.manifest import file_entry
@@ -308,6 +309,8 @@ def build_bundle(
         "final-state.json",
     ]
     prov = provenance or L2
+    if prov.get("capture", "none") != "none":  # a capture claim rests on the loop's files
+        names += add_loop_artifacts(dst)
     manifest = {
         "schema_version": 1,
         "session_id": sid,

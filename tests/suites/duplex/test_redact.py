@@ -99,6 +99,8 @@ def test_redacted_bundle_holds_no_audio_and_records_privacy(source: Path, redact
     assert {d["path"]: d["sha256"] for d in red["dropped"]} == {
         "input.wav": sha(source / "input.wav"),
         "output.wav": sha(source / "output.wav"),
+        "capture.wav": sha(source / "capture.wav"),  # the sound loop's audio goes too
+        "received.wav": sha(source / "received.wav"),
     }
     n_frames = math.ceil(features["duration_s"] * 100 - 1e-9)
     assert len(features["envelope"]["user"]) == len(features["envelope"]["agent"]) == n_frames
@@ -298,7 +300,7 @@ def test_consistent_redaction_keeps_the_level_and_validate_says_redacted(redacte
     a = assessment(redacted)
     assert a.level == "L3" and a.contradictions == []
     assert a.redaction is not None and a.redaction.consistent
-    assert set(a.redaction.dropped) == {"input.wav", "output.wav"}
+    assert set(a.redaction.dropped) == {"input.wav", "output.wav", "capture.wav", "received.wav"}
     assert any(r.startswith(REDACTED_REASON) for r in a.reasons), a.reasons
     problems = validate_path(redacted)
     text = [p.format() for p in problems]

@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import soundfile as sf
 from click.testing import CliRunner
 from pydantic import ValidationError
 
+from tests.helpers.duplex import arctic_clip, needs_speech
+from tests.helpers.loop import add_loop_artifacts
 from voxeval.contracts.duplex.event import Event, ProducerClock
 from voxeval.contracts.duplex.evidence import derive_evidence_level, evidence_at_least
 from voxeval.contracts.duplex.manifest import BundleManifest, FileEntry, sha256_file
@@ -254,10 +258,35 @@ def test_modelled_playback_stays_l2_even_over_a_real_socket() -> None:
     assert not any("in-process" in r or "virtual clock" in r for r in reasons)
 
 
-def test_full_l3() -> None:
-    level, reasons = derive_evidence_level(manifest(clock_kind="real", **L3))
+def loop_bundle(folder: Path, **provenance: Any) -> BundleManifest:
+    """A bundle folder with real speech as the agent side, its sound-loop files
+    (``tests.helpers.loop``) and a manifest hashing them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    speech = arctic_clip("aew_arctic_a0001.wav")
+    sf.write(folder / "input.wav", np.zeros_like(speech), 16_000, subtype="PCM_16")
+    sf.write(folder / "output.wav", speech, 16_000, subtype="PCM_16")
+    (folder / "events.jsonl").write_text("")
+    names = [*FULL_FILES, *add_loop_artifacts(folder, latency_ms=3.0)]
+    entries = [
+        FileEntry(path=n, sha256=sha256_file(folder / n), bytes=(folder / n).stat().st_size)
+        for n in names
+    ]
+    return manifest(clock_kind="real", **provenance).model_copy(update={"files": entries})
+
+
+@needs_speech
+def test_full_l3(tmp_path: Path) -> None:
+    m = loop_bundle(tmp_path, **L3)
+    level, reasons = derive_evidence_level(m, tmp_path)
     assert level == "L3", reasons
     assert "not L4" in reasons[0]
+
+
+def test_a_capture_claim_without_its_folder_is_not_l3() -> None:
+    """The facts alone never make L3: the loop's files must be there to check."""
+    level, reasons = derive_evidence_level(manifest(clock_kind="real", **L3))
+    assert level == "L2"
+    assert "loop artifacts were not checked" in reasons[0]
 
 
 def test_l3_claim_without_capture_is_downgraded_with_a_reason() -> None:
@@ -294,11 +323,13 @@ def test_self_declared_level_is_ignored() -> None:
     assert level == "L2" and any("'evidence_level' ignored" in r for r in reasons)
 
 
-def test_l4_needs_a_named_device_or_shadow_traffic() -> None:
+@needs_speech
+def test_l4_needs_a_named_device_or_shadow_traffic(tmp_path: Path) -> None:
     mic = {**L3, "capture": "device_mic"}
-    assert derive_evidence_level(manifest(clock_kind="real", **mic))[0] == "L3"
-    named = manifest(clock_kind="real", **mic).model_copy(update={"device": "Pixel 8"})
-    assert derive_evidence_level(named)[0] == "L4"
+    m = loop_bundle(tmp_path, **mic)
+    assert derive_evidence_level(m, tmp_path)[0] == "L3"
+    named = m.model_copy(update={"device": "Pixel 8"})
+    assert derive_evidence_level(named, tmp_path)[0] == "L4"
     shadow = {**L3, "traffic": "production_shadow", "playback": "modelled", "capture": "none"}
     assert derive_evidence_level(manifest(clock_kind="real", **shadow))[0] == "L4"
     virtual_shadow = manifest(clock_kind="virtual", **{**shadow, "clock": "virtual"})
@@ -306,12 +337,9 @@ def test_l4_needs_a_named_device_or_shadow_traffic() -> None:
     assert level == "L2" and any("shadow" in r for r in reasons)
 
 
+@needs_speech
 def test_files_that_fail_their_hash_do_not_count(tmp_path: Path) -> None:
-    entries = []
-    for name in FULL_FILES:
-        (tmp_path / name).write_bytes(name.encode())
-        entries.append(FileEntry(path=name, sha256=sha256_file(tmp_path / name), bytes=len(name)))
-    m = manifest(clock_kind="real", **L3).model_copy(update={"files": entries})
+    m = loop_bundle(tmp_path, **L3)
     assert derive_evidence_level(m, tmp_path)[0] == "L3"
     (tmp_path / "output.wav").write_bytes(b"tampered!!")
     level, reasons = derive_evidence_level(m, tmp_path)

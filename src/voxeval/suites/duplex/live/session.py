@@ -71,7 +71,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -96,9 +95,11 @@ from voxeval.contracts.duplex.agent_api import (
     ToolCall,
 )
 from voxeval.contracts.duplex.event import ClockKind, Event, ProducerClock
-from voxeval.contracts.duplex.scenario import Fault, FaultKind, Scenario, Segment
+from voxeval.contracts.duplex.scenario import Scenario, Segment
 from voxeval.contracts.duplex.vocabulary import Role, Route
+from voxeval.suites.duplex.live.fault_model import FaultModel
 from voxeval.suites.duplex.live.playback import PlaybackEvent, PlaybackModel
+from voxeval.suites.duplex.live.tool_world import ToolWorld
 
 __all__ = [
     "SessionConfig",
@@ -203,139 +204,6 @@ def clip_speech_edges(x: np.ndarray, sr: int) -> tuple[int, int] | None:
     return int(above[0]), int(above[-1]) + 1
 
 
-# --------------------------------------------------------------------------- tool world
-
-
-class ToolWorld:
-    """Answers ``ToolCall`` outputs from the scenario's tools and keeps the audit.
-
-    The result is the first ``results`` entry whose ``match`` is a subset of the arguments
-    (an entry without ``match`` matches anything); ``error`` fails the call; an unknown tool
-    fails with ``unknown tool``. A write (``side_effect``) with an idempotency key seen before
-    returns the first call's result and commits nothing new.
-    """
-
-    def __init__(self, scenario: Scenario, session_id: str) -> None:
-        self.tools = {t.name: t for t in scenario.tools}
-        self.session_id = session_id
-        self.calls: list[dict[str, Any]] = []
-        self._by_key: dict[str, dict[str, Any]] = {}
-
-    def latency_ms(self, call: ToolCall) -> float:
-        tool = self.tools.get(call.name)
-        return float(tool.latency_ms) if tool else 0.0
-
-    def answer(
-        self, call: ToolCall, requested_ns: int, completed_ns: int
-    ) -> tuple[Any, str | None]:
-        tool = self.tools.get(call.name)
-        entry: dict[str, Any] = {
-            "call_id": call.call_id,
-            "tool": call.name,
-            "arguments": dict(call.arguments),
-            "idempotency_key": call.idempotency_key,
-            "task_id": call.task_id,
-            "task_version": call.task_version,
-            "response_id": call.response_id,
-            "requested_ns": requested_ns,
-            "completed_ns": completed_ns,
-            "side_effect": bool(tool and tool.side_effect),
-        }
-        result: Any = None
-        error: str | None = None
-        if tool is None:
-            error = f"unknown tool {call.name!r}"
-        else:
-            prior = self._by_key.get(call.idempotency_key or "") if tool.side_effect else None
-            if prior is not None:
-                result, error = prior.get("result"), prior.get("error")
-                entry["replayed"] = True
-            else:
-                for r in tool.results:
-                    if all(call.arguments.get(k) == v for k, v in r.match.items()):
-                        result, error = r.result, r.error
-                        break
-        entry.update(
-            status="failed" if error else "ok",
-            committed=bool(tool and tool.side_effect and not error and not entry.get("replayed")),
-            result=result,
-        )
-        if error:
-            entry["error"] = error
-        if tool and tool.side_effect and call.idempotency_key and not entry.get("replayed"):
-            self._by_key[call.idempotency_key] = entry
-        self.calls.append(entry)
-        return result, error
-
-    def audit(self) -> dict[str, Any]:
-        calls = []
-        for c in self.calls:
-            c = {k: v for k, v in c.items() if k not in ("replayed", "error")}
-            calls.append({k: v for k, v in c.items() if v is not None})
-        return {"schema_version": 1, "session_id": self.session_id, "calls": calls}
-
-
-# --------------------------------------------------------------------------- faults
-
-
-class _Link:
-    """Seeded network model of the scenario's faults (see the module docstring)."""
-
-    def __init__(self, faults: list[Fault], seed: int, real: frozenset[str] = frozenset()) -> None:
-        self.faults = faults
-        self.real = real  # kinds the agent's link applies on the real path: not modelled here
-        self.rng = random.Random(seed)
-        self.windows: dict[int, tuple[float, float]] = {}
-        self.last_arrival = {"uplink": 0.0, "downlink": 0.0}
-        for i, f in enumerate(faults):
-            if f.after is None:  # at ``at_ms``, or from the start when neither is given
-                self.open(i, float(f.at_ms or 0))
-
-    def open(self, i: int, t_ms: float) -> None:
-        if i in self.windows:
-            return
-        f = self.faults[i]
-        end = t_ms + f.duration_ms if f.duration_ms else math.inf
-        self.windows[i] = (t_ms, end)
-
-    def active(self, t_ms: float, kind: FaultKind, direction: str) -> list[Fault]:
-        out = []
-        for i, (a, b) in self.windows.items():
-            f = self.faults[i]
-            if (
-                f.kind is kind
-                and kind not in self.real
-                and a <= t_ms < b
-                and f.direction in (direction, "both")
-            ):
-                out.append(f)
-        return out
-
-    def connected(self, t_ms: float) -> bool:
-        return FaultKind.DISCONNECT in self.real or not any(
-            f.kind is FaultKind.DISCONNECT and a <= t_ms < b
-            for i, (a, b) in self.windows.items()
-            for f in [self.faults[i]]
-        )
-
-    def transit_ms(self, t_ms: float, direction: str) -> float | None:
-        """One-way delay of something sent at ``t_ms``; None when it is lost."""
-        if not self.connected(t_ms):
-            return None
-        for f in self.active(t_ms, FaultKind.LOSS, direction):
-            if self.rng.random() < float(f.loss_rate or 0.0):
-                return None
-        d = sum(float(f.delay_ms or 0) for f in self.active(t_ms, FaultKind.DELAY, direction))
-        for f in self.active(t_ms, FaultKind.JITTER, direction):
-            d += self.rng.uniform(0.0, float(f.jitter_ms or 0))
-        arrival = max(t_ms + d, self.last_arrival[direction])  # in order
-        self.last_arrival[direction] = arrival
-        return arrival - t_ms
-
-    def backlog_ms(self, t_ms: float) -> float:
-        return sum(float(f.backlog_ms or 0) for f in self.active(t_ms, FaultKind.BACKLOG, "both"))
-
-
 # --------------------------------------------------------------------------- the session
 
 
@@ -371,7 +239,7 @@ class _Session:
         )
         self.tools = ToolWorld(scenario, session_id)
         real: frozenset[str] = frozenset(getattr(agent, "applies_faults", ()))
-        self.link = _Link(list(scenario.faults), config.seed, frozenset(real))
+        self.link = FaultModel(list(scenario.faults), config.seed, frozenset(real))
         self.events: list[Event] = []
         self.route = config.route  # a link that measures its route replaces it (after start)
         self.seq = itertools.count()
