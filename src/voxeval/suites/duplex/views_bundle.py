@@ -242,6 +242,20 @@ def _self_check_lines(card: Scorecard) -> list[str]:
         )
     if not sc.get("latency"):
         lines.append("Harness-added latency: not measured.")
+    loop = sc.get("loop")
+    if isinstance(loop, dict):
+        probe = loop.get("probe") or {}
+        ses = loop.get("sessions") or {}
+        lines.append(
+            f"Sound loop (PulseAudio {probe.get('pulseaudio_version', '?')}, real player "
+            f"process, capture of the sink's monitor): added latency {fmt(probe.get('latency_ms'), 2)} "
+            f"ms, jitter {fmt(probe.get('jitter_ms'), 2)} ms on the self-check probe "
+            f"({probe.get('n_windows')} of {probe.get('n_bursts')} bursts); in the "
+            f"{ses.get('n', 0)} session(s): median {fmt(ses.get('latency_median_ms'), 2)} ms "
+            f"(from {fmt(ses.get('latency_min_ms'), 2)} to {fmt(ses.get('latency_max_ms'), 2)}), "
+            f"largest jitter {fmt(ses.get('jitter_max_ms'), 2)} ms. It is part of every "
+            "acoustic time of these sessions and not subtracted from any metric."
+        )
     for e in sc.get("errors") or []:
         lines.append(f"Self-check error ({e.get('stage')}): {e.get('error')}")
     return lines

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,49 +24,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
 from tests.helpers.duplex import importable, need
+from tests.helpers.served import Served
 from tests.reference.test_fault_injection import _needs_speech_stack
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("transports")]
 
 SCENARIOS = ("interruption-2s", "backchannel-okay")
-
-
-class Served:
-    """One ``voxeval reference serve`` process and the session lines it logs."""
-
-    def __init__(self, transport: str) -> None:
-        cmd = [sys.executable, "-m", "voxeval.cli.main", "reference", "serve"]
-        cmd += ["--transport", transport, "--port", "0", "--policy", "careful"]
-        self.proc = subprocess.Popen(
-            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        self.lines: list[str] = []
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        if not line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise RuntimeError(f"reference serve --transport {transport} failed: {err[-800:]}")
-        self.url = line.split()[0]
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.strip())
-
-    def session_pids(self) -> list[int]:
-        return [
-            int(m.group(1)) for m in map(re.compile(r"ended \(pid (\d+)\)").search, self.lines) if m
-        ]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 @pytest.fixture(scope="module")

@@ -640,8 +640,40 @@ def report_block(info: Mapping[str, Any], records: Iterable[Any]) -> dict[str, A
         }
     check = copy.deepcopy(dict(stored))
     check["status"] = "run"
+    records = list(records)
     try:
         check.update(pacing_from_records(records, clock))
     except Exception as exc:  # the report never fails on the self-check
         check.setdefault("errors", []).append({"stage": "pacing", "error": repr(exc)})
+    if live.get("loop") not in (None, "none"):
+        check["loop"] = loop_block(check.get("loop"), records)
     return add_target_status(check)
+
+
+def loop_block(probe: Any, records: Iterable[Any]) -> dict[str, Any]:
+    """The sound loop's added latency and jitter: the self-check's probe (``run.json``) and
+    the sessions' own measurements (``session_stats.loop`` of each record): median of the
+    sessions' latencies, their range, and the largest session jitter. Stated beside the
+    metrics; nothing is subtracted from any of them."""
+    lat, jit = [], []
+    for r in records:
+        stats = ((getattr(r, "output", None) or {}).get("session_stats") or {}).get("loop")
+        if isinstance(stats, Mapping) and stats.get("latency_ms") is not None:
+            lat.append(float(stats["latency_ms"]))
+            if stats.get("jitter_ms") is not None:
+                jit.append(float(stats["jitter_ms"]))
+    sessions: dict[str, Any] = {"n": len(lat)}
+    if lat:
+        sessions.update(
+            latency_median_ms=round(float(np.median(lat)), 3),
+            latency_min_ms=round(min(lat), 3),
+            latency_max_ms=round(max(lat), 3),
+            jitter_max_ms=round(max(jit), 3) if jit else None,
+        )
+    return {
+        "probe": dict(probe) if isinstance(probe, Mapping) else None,
+        "sessions": sessions,
+        "subtracted": False,
+        "note": "the loop's latency is part of every acoustic time of these sessions; "
+        "it is stated here and not subtracted from any metric",
+    }
