@@ -41,8 +41,8 @@ from loguru import logger
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from desk import DeskProcessor  # noqa: E402
-from ledger_observer import EventStore, LedgerObserver  # noqa: E402
+from desk import DeskProcessor
+from ledger_observer import EventStore, LedgerObserver
 
 MAX_OFFER_BYTES = 64_000
 
@@ -61,11 +61,11 @@ def build_pipeline(transport: Any, events: list[dict[str, Any]], policy: str, ra
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.task import PipelineParams, PipelineTask
     from pipecat.processors.aggregators.llm_context import LLMContext
-    from pipecat.processors.audio.vad_processor import VADProcessor
     from pipecat.processors.aggregators.llm_response_universal import (
         LLMContextAggregatorPair,
         LLMUserAggregatorParams,
     )
+    from pipecat.processors.audio.vad_processor import VADProcessor
     from pipecat.services.piper.tts import PiperTTSService
     from pipecat.services.whisper.stt import WhisperSTTService
 
@@ -73,9 +73,7 @@ def build_pipeline(transport: Any, events: list[dict[str, Any]], policy: str, ra
     stt = WhisperSTTService(
         settings=WhisperSTTService.Settings(model=whisper), device="cpu", compute_type="int8"
     )
-    tts = PiperTTSService(
-        settings=PiperTTSService.Settings(voice=voice), download_dir=voice_dir
-    )
+    tts = PiperTTSService(settings=PiperTTSService.Settings(voice=voice), download_dir=voice_dir)
     context = LLMContext()
     user, assistant = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams())
     vad = VADProcessor(vad_analyzer=SileroVADAnalyzer())  # before the segmented STT

@@ -1,6 +1,7 @@
 """A Pipecat observer that keeps the framework's own view of a call for voxeval's ledger.
 
-Each VAD, transcription and interruption frame the pipeline pushes (first push only) becomes
+Each VAD, transcription and interruption frame the pipeline pushes downstream (its first
+push; a broadcast frame's upstream copy is left out) becomes
 one event, stamped with ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``: the clock voxeval's
 harness stamps with on the same host):
 
@@ -29,6 +30,7 @@ from pipecat.frames.frames import (
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
 
 MAX_SESSIONS = 64
 MAX_EVENTS = 20_000
@@ -80,6 +82,9 @@ class LedgerObserver(BaseObserver):
 
     async def on_push_frame(self, data: FramePushed) -> None:
         frame = data.frame
+        # a broadcast frame travels as two copies, one each way: the downstream one counts
+        if data.direction != FrameDirection.DOWNSTREAM:
+            return
         if frame.id in self._seen or len(self._events) >= MAX_EVENTS:
             return
         found = _event(frame)

@@ -333,6 +333,38 @@ BUILTIN_BACKENDS += [
             Opt("gap_ms", "float", "400", "agent silence that ends a burst of its audio"),
             Opt("key_env", "str", "", "environment variable with a bearer token"),
             Opt("connect_timeout_s", "float", "5", "seconds to connect"),
+            Opt(
+                "observer",
+                "str",
+                "",
+                "http(s) URL of the framework's observer events, read after each call "
+                "(?session=streamSid; producer pipecat)",
+            ),
+        ),
+    ),
+    BackendInfo(
+        "smallwebrtc",
+        ("duplex",),
+        "voxeval.systems.duplex.smallwebrtc:build",
+        requires=("aiortc", "httpx"),
+        extra="webrtc",
+        description="an agent behind a plain audio WebRTC peer with JSON signalling "
+        "(Pipecat's SmallWebRTC): audio both ways, responses cut from its audio",
+        target="the http(s):// URL the JSON offer is POSTed to (.../api/offer)",
+        options=(
+            Opt("gap_ms", "float", "400", "agent silence that ends a burst of its audio"),
+            Opt("key_env", "str", "", "environment variable with a bearer token"),
+            Opt("ice_hosts", "str", "127.0.0.1 for a loopback URL", "host candidate addresses"),
+            Opt("stun", "str", "", "a STUN server (none by default)"),
+            Opt("connect_timeout_s", "float", "10", "seconds to connect (offer, ICE, DTLS)"),
+            Opt("media_timeout_s", "float", "3", "no media for this long: the path is lost"),
+            Opt(
+                "observer",
+                "str",
+                "",
+                "http(s) URL of the framework's observer events, read after each call "
+                "(?session=pc_id; producer pipecat)",
+            ),
         ),
     ),
     BackendInfo(

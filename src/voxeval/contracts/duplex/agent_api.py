@@ -164,6 +164,9 @@ class SessionEnd:
     audit of ``ToolCall`` outputs is used."""
     info: dict[str, Any] = field(default_factory=dict)
     """Versions and configuration to record in the bundle manifest."""
+    events: list[Stamped] = field(default_factory=list)
+    """Events the agent reports only at the end, each with its own session-clock time (a
+    framework's observer read after the call); the driver logs them as they are stamped."""
 
 
 @runtime_checkable

@@ -81,11 +81,46 @@ class LinkBase:
         self._t0 = time.monotonic_ns()
         self._out: list[AgentOutput] = []
         self._errors: Counter[str] = Counter()
+        self.observer_info: dict[str, Any] = {}
+
+    observer: str | None = None
+    """``observer=URL``: the framework observer's events, read after the call
+    (``observer_feed``)."""
+    observer_producers: frozenset[str] = frozenset()
+
+    def read_observer(self, keys: list[str], token_env: str | None = None) -> list[Stamped]:
+        """The observer's events for ``keys`` (none without ``observer``); what was dropped
+        or went wrong is counted in ``stats`` and said in ``info["observer"]``."""
+        if not self.observer:
+            return []
+        from voxeval.systems.duplex.observer_feed import read_observer
+
+        feed = read_observer(self.observer, keys, self._t0, token_env=token_env)
+        self.observer_producers = frozenset(feed.producers)
+        self._count("observer.events", len(feed.events))
+        if feed.dropped:
+            self._count("observer.dropped", feed.dropped)
+        self.observer_info = {
+            "url": redact_url(self.observer),
+            "events": len(feed.events),
+            "dropped": feed.dropped,
+            "problems": feed.problems[:10],
+        }
+        return feed.events
 
     def producer_clock(self, producer: str) -> ProducerClock:
         """How this link's stamps map to the session clock: the link stamps what it receives
         with ``time.monotonic_ns() - t0``, ``t0`` set from the driver's ``start`` call (one
         machine clock; the offset is 0 to within the microseconds of that call)."""
+        if producer in self.observer_producers:
+            return ProducerClock(
+                producer=producer,
+                kind=ClockKind.MONOTONIC,
+                offset_ns=0,
+                uncertainty_ns=1_000_000,
+                method="stamped by the framework's observer with CLOCK_MONOTONIC on the same "
+                "host as the harness, read after the call; the link subtracts its t0",
+            )
         return ProducerClock(
             producer=producer,
             kind=ClockKind.MONOTONIC,

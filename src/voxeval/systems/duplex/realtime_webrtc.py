@@ -54,7 +54,7 @@ from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
 
-__all__ = ["WEBRTC_RATE", "WebRTCAgentLink", "build"]
+__all__ = ["WEBRTC_RATE", "WebRTCAgentLink", "build", "import_aiortc", "mic_track_class"]
 
 WEBRTC_RATE = 48_000
 FRAME_MS = 20
@@ -62,7 +62,7 @@ _FRAME = WEBRTC_RATE * FRAME_MS // 1000
 JITTER_BUFFER = "aiortc JitterBuffer: 16 packets, 4 prefetched (80 ms at 20 ms packets)"
 
 
-def _mic_track_class() -> Any:
+def mic_track_class() -> Any:
     from aiortc.mediastreams import MediaStreamTrack
 
     class MicTrack(MediaStreamTrack):
@@ -121,7 +121,7 @@ class WebRTCAgentLink(RealtimeClient):
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"a WebRTC signalling URL starts with http:// or https://: {url!r}")
-        _import_aiortc()
+        import_aiortc()
         self.route = route
         self.media_timeout_s = media_timeout_s
         self.impair = impair
@@ -226,7 +226,7 @@ class WebRTCAgentLink(RealtimeClient):
         )
         pc = RTCPeerConnection(configuration=config)
         self._pc = pc
-        self._mic = _mic_track_class()()
+        self._mic = mic_track_class()()
         pc.addTrack(self._mic)
         channel = pc.createDataChannel("oai-events")
         self._channel = channel
@@ -505,7 +505,7 @@ class WebRTCAgentLink(RealtimeClient):
         self._stop_loop()
 
 
-def _import_aiortc() -> None:
+def import_aiortc() -> None:
     try:
         import aiortc  # noqa: F401
         import httpx  # noqa: F401

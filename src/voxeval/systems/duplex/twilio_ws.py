@@ -94,6 +94,7 @@ class TwilioStreamLink(LinkBase):
         max_pending: int = 500,
         max_message_bytes: int = 1024 * 1024,
         parameters: dict[str, str] | None = None,
+        observer: str | None = None,
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"a Media Streams URL starts with ws:// or wss://, got {url!r}")
@@ -106,6 +107,8 @@ class TwilioStreamLink(LinkBase):
         self.max_pending = max_pending
         self.max_message_bytes = max_message_bytes
         self.parameters = dict(parameters or {})
+        self.observer = observer
+        self._sids: list[str] = []
         self.info: dict[str, Any] = {
             "backend": "twilio-ws",
             "transport": self.TRANSPORT,
@@ -238,6 +241,7 @@ class TwilioStreamLink(LinkBase):
             return
         self._count("connections")
         self._stream_sid = "MZ" + uuid.uuid4().hex
+        self._sids.append(self._stream_sid)
         self._call_sid = self._call_sid or "CA" + uuid.uuid4().hex
         self._chunk = 0
         self._sent_ms = 0
@@ -461,18 +465,22 @@ class TwilioStreamLink(LinkBase):
         return self._drain()
 
     def finish(self, now_ns: int) -> SessionEnd:
-        """Send ``stop`` and close; a phone agent's business truth comes from a state probe."""
+        """Send ``stop`` and close; a phone agent's business truth comes from a state probe.
+        With ``observer`` the framework's own events of each stream are read then."""
         self.close()
+        events = self.read_observer(self._sids, self.key_env)
         return SessionEnd(
+            events=events,
             info={
+                **({"observer": self.observer_info} if self.observer else {}),
                 "twilio": {
                     **self.info,
                     "stream_sid": self._stream_sid,
                     "bursts": self._n_bursts,
                     "stats": dict(sorted(self.stats.items())),
                     "raw_log_events": len(self.raw_log),
-                }
-            }
+                },
+            },
         )
 
     def close(self) -> None:
@@ -508,6 +516,8 @@ def build(spec: Any, capability: str) -> LinkFactory:
         options["connect_timeout_s"] = spec.float_option("connect_timeout_s", 5.0, lo=0.1)
     if "key_env" in spec.options:
         options["key_env"] = spec.options["key_env"]
+    if "observer" in spec.options:
+        options["observer"] = spec.options["observer"]
     try:
         return LinkFactory(TwilioStreamLink, url, options)
     except ValueError as exc:

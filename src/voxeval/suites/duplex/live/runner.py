@@ -100,7 +100,7 @@ def _agent_key(spec: str) -> str:
 
 
 def _transport(spec: str) -> str:
-    socket = ("ws://", "wss://", "pcm-ws:", "twilio-ws:", "webrtc:")
+    socket = ("ws://", "wss://", "pcm-ws:", "twilio-ws:", "webrtc:", "smallwebrtc:")
     return "socket" if spec.startswith(socket) else "in_process"
 
 

@@ -258,6 +258,7 @@ class _Session:
         self.dead: str | None = None
         self.t_start = time.monotonic_ns()
         self.pacing: list[float] = []
+        self.skipped_late = 0
         for seg in scenario.segments:
             if seg.at_ms is not None:
                 self._schedule(seg, self._sample(seg.at_ms * 1_000_000))
@@ -684,6 +685,7 @@ class _Session:
                 )
                 session_end = SessionEnd()
         self.compute_s += time.perf_counter() - tick
+        self._late_events(session_end.events, end_ns)
         n = self.player.pos
         inp = np.zeros(n, np.float32)
         m = min(n, self.input.size)
@@ -708,8 +710,33 @@ class _Session:
                 "compute": self.cfg.compute if self.cfg.clock == "virtual" else "real",
                 "clock": self.cfg.clock,
                 **({"pacing_error_ms": _pacing_summary(self.pacing)} if self.pacing else {}),
+                **({"late_events_outside": self.skipped_late} if self.skipped_late else {}),
             },
         )
+
+    def _late_events(self, events: list[Stamped], end_ns: int) -> None:
+        """Events an agent reports at the end (``SessionEnd.events``), at their own times;
+        those outside the session are counted (``late_events_outside``), not logged."""
+        outside = 0
+        for st in events:
+            out = st.output
+            if not isinstance(out, AgentEvent):
+                continue
+            if not 0 <= st.ns <= end_ns:
+                outside += 1
+                continue
+            self._clock(out.producer)
+            self.log(
+                out.event_type,
+                st.ns,
+                producer=out.producer,
+                response_id=out.response_id,
+                utterance_id=out.utterance_id,
+                reason=out.reason,
+                data=dict(out.data),
+            )
+        if outside:
+            self.skipped_late = outside
 
     def _finished(self, t0: int) -> bool:
         now = self._ns(t0)
