@@ -5,11 +5,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# examples/pipecat_desk runs in its own environment (Pipecat pins older soundfile/soxr/protobuf)
+PIPECAT_VENV ?= .venv-pipecat
+PIPECAT_STAMP := $(PIPECAT_VENV)/.installed
 OUT ?= runs
 # The inner-loop tier: no real models, no real processes or sockets, no browser, no Ray.
 FAST := not slow and not live and not browser and not ray
 
-.PHONY: setup setup-dev demo test test-fast coverage check lint format typecheck bench bench-feedback clean system-deps system-deps-test
+.PHONY: pipecat-env setup setup-dev demo test test-fast coverage check lint format typecheck bench bench-feedback clean system-deps system-deps-test
 
 # apt-get install of the named Debian packages when one is missing and we are root (else a note).
 define apt_install
@@ -51,9 +54,16 @@ $(DEV_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[all,speaker,dev]'
 	touch $(DEV_STAMP)
 
+$(PIPECAT_STAMP): examples/pipecat_desk/requirements.txt pyproject.toml
+	test -x $(PIPECAT_VENV)/bin/python || $(PY) -m venv $(PIPECAT_VENV)
+	$(PIPECAT_VENV)/bin/python -m pip install -q -r examples/pipecat_desk/requirements.txt -e '.[faster-whisper,piper]'
+	touch $(PIPECAT_STAMP)
+
+pipecat-env: $(PIPECAT_STAMP)
+
 setup: system-deps $(STAMP)
 
-setup-dev: system-deps-test $(DEV_STAMP)
+setup-dev: system-deps-test $(DEV_STAMP) $(PIPECAT_STAMP)
 
 demo: setup
 	$(BIN)/voxeval demo --out $(OUT)
@@ -98,4 +108,4 @@ bench-feedback: setup-dev
 	$(BIN)/python benchmarks/bench_feedback.py
 
 clean:
-	rm -rf $(VENV) $(OUT) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*
+	rm -rf $(VENV) $(PIPECAT_VENV) $(OUT) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*
