@@ -21,6 +21,11 @@ word differently ("park" / "part"), and the test compares such a machine's sessi
 
     PYTHONPATH=src python tests/golden/duplex/make_goldens.py WORK --policies
 
+Issue 19 added two provenance facts (``player``, ``loop``) to every bundle manifest, which
+moved the manifest's ``harness`` block two lines down; the one figure that moved in the
+``careful`` and ``naive`` reports was the line of the validator's "unknown field 'harness'"
+note (97 -> 99, 45 sessions each), and the goldens were shifted by exactly that.
+
 Four cases, each a report.json and a gate.json of the example matrix with a baseline:
 ``careful`` and ``naive`` (the reference agent's two policies over the default scenario set,
 virtual clock, zero compute, seed 0; each is the other's baseline), ``stereo`` (one call of

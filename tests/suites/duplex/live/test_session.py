@@ -245,3 +245,24 @@ def test_a_crashing_agent_is_evidence_and_the_session_ends(clips: dict[str, np.n
     assert not [
         e for e in res.events if e.producer == "agent" and e.monotonic_ns > err.monotonic_ns
     ]
+
+
+def test_echo_db_puts_the_agents_playback_into_its_microphone(
+    clips: dict[str, np.ndarray],
+) -> None:
+    """With ``echo_db`` the frames the agent receives carry what was played the frame before,
+    at that level; without it they carry only the scenario's audio."""
+    sc = scenario(segments=[scenario().segments[0].model_dump(exclude_none=True)])
+    cfg = SessionConfig(compute="zero")
+    dry = run_virtual_session(sc, clips, EnergyAgent(yields=False), cfg, "dry")
+    wet = run_virtual_session(
+        sc.model_copy(update={"echo_db": -20.0}), clips, EnergyAgent(yields=False), cfg, "wet"
+    )
+    n = min(dry.input.size, wet.input.size, wet.output.size)
+    echo = wet.input[:n] - dry.input[:n]
+    frame = SR * cfg.frame_ms // 1000
+    played = np.zeros(n, np.float32)
+    played[frame:] = wet.output[: n - frame]
+    assert np.abs(wet.output).max() > 0.05  # the agent answered
+    assert np.allclose(echo, played * 10 ** (-20 / 20), atol=2e-4)
+    assert np.abs(echo).max() > 0.004
