@@ -59,7 +59,7 @@ def _models() -> tuple[str, Path, str]:
 def build_pipeline(transport: Any, events: list[dict[str, Any]], policy: str, rate: int) -> Any:
     from pipecat.audio.vad.silero import SileroVADAnalyzer
     from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.task import PipelineParams, PipelineTask
+    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
     from pipecat.processors.aggregators.llm_context import LLMContext
     from pipecat.processors.aggregators.llm_response_universal import (
         LLMContextAggregatorPair,
@@ -90,13 +90,15 @@ def build_pipeline(transport: Any, events: list[dict[str, Any]], policy: str, ra
         ]
     )
     params = PipelineParams(audio_in_sample_rate=rate, audio_out_sample_rate=rate)
-    return PipelineTask(pipeline, params=params, observers=[LedgerObserver(events)])
+    return PipelineWorker(pipeline, params=params, observers=[LedgerObserver(events)])
 
 
-async def run_pipeline(task: Any) -> None:
-    from pipecat.pipeline.runner import PipelineRunner
+async def run_pipeline(worker: Any) -> None:
+    from pipecat.workers.runner import WorkerRunner
 
-    await PipelineRunner(handle_sigint=False).run(task)
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    await runner.run()
 
 
 def create_app(policy: str, host: str, token: str | None) -> FastAPI:

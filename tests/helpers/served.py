@@ -39,8 +39,13 @@ class Served:
         ]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """Terminate, and kill after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

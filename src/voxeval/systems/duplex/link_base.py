@@ -130,6 +130,14 @@ class LinkBase:
             "(time.monotonic_ns - t0, t0 from the start call)",
         )
 
+    def _begin(self, now_ns: int) -> None:
+        """A new session: a fresh raw log, stats and error counts; the clock's origin is
+        ``now_ns`` at this call."""
+        self.raw_log = []
+        self.stats.clear()
+        self._errors.clear()
+        self._t0 = time.monotonic_ns() - now_ns
+
     def _now(self) -> int:
         return time.monotonic_ns() - self._t0
 

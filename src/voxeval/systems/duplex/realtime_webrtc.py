@@ -37,6 +37,7 @@ import contextlib
 import fractions
 import json
 from collections import deque
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -54,7 +55,14 @@ from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
 
-__all__ = ["WEBRTC_RATE", "WebRTCAgentLink", "build", "import_aiortc", "mic_track_class"]
+__all__ = [
+    "WEBRTC_RATE",
+    "WebRTCAgentLink",
+    "build",
+    "import_aiortc",
+    "mic_track_class",
+    "read_track",
+]
 
 WEBRTC_RATE = 48_000
 FRAME_MS = 20
@@ -87,6 +95,24 @@ def mic_track_class() -> Any:
             return frame
 
     return MicTrack
+
+
+async def read_track(
+    track: Any, timeout_s: float, received: Callable[[np.ndarray, int], None]
+) -> bool:
+    """Hand every frame of a received audio track to ``received(pcm16 mono, rate)`` (channels
+    averaged) until it ends; False when no frame came for ``timeout_s`` (the path is gone)."""
+    from aiortc.mediastreams import MediaStreamError
+
+    while True:
+        try:
+            frame = await asyncio.wait_for(track.recv(), timeout_s)
+        except TimeoutError:
+            return False
+        except (MediaStreamError, asyncio.CancelledError):
+            return True
+        x = frame.to_ndarray().reshape(-1, len(frame.layout.channels)).mean(axis=1)
+        received(np.round(x).astype(np.int16), frame.sample_rate)
 
 
 class WebRTCAgentLink(RealtimeClient):
@@ -364,19 +390,10 @@ class WebRTCAgentLink(RealtimeClient):
             self._reader = asyncio.ensure_future(self._read_track(track))
 
     async def _read_track(self, track: Any) -> None:
-        from aiortc.mediastreams import MediaStreamError
-
-        while True:
-            try:
-                frame = await asyncio.wait_for(track.recv(), self.media_timeout_s)
-            except TimeoutError:  # a WebRTC sender never stops sending: the path is gone
-                self._lost(f"no media received for {self.media_timeout_s:g} s")
-                await self._disconnect()
-                return
-            except (MediaStreamError, asyncio.CancelledError):
-                return
-            x = frame.to_ndarray().reshape(-1, len(frame.layout.channels)).mean(axis=1)
-            self._received(np.round(x).astype(np.int16), frame.sample_rate)
+        if not await read_track(track, self.media_timeout_s, self._received):
+            # a WebRTC sender never stops sending: the path is gone
+            self._lost(f"no media received for {self.media_timeout_s:g} s")
+            await self._disconnect()
 
     def _received(self, pcm: np.ndarray, rate: int) -> None:
         if self._down is None or self._down.rate_in != rate:

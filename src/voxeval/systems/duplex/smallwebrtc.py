@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 from typing import Any
 
 import numpy as np
@@ -54,6 +53,7 @@ from voxeval.systems.duplex.realtime_webrtc import (
     WEBRTC_RATE,
     import_aiortc,
     mic_track_class,
+    read_track,
 )
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
 
@@ -193,19 +193,8 @@ class SmallWebRTCLink(LinkBase):
             self._reader = asyncio.ensure_future(self._read_track(track))
 
     async def _read_track(self, track: Any) -> None:
-        from aiortc.mediastreams import MediaStreamError
-
-        while True:
-            try:
-                frame = await asyncio.wait_for(track.recv(), self.media_timeout_s)
-            except TimeoutError:
-                if self._connected:
-                    self._error("media", f"no media received for {self.media_timeout_s:g} s")
-                return
-            except (MediaStreamError, asyncio.CancelledError):
-                return
-            x = frame.to_ndarray().reshape(-1, len(frame.layout.channels)).mean(axis=1)
-            self._received(np.round(x).astype(np.int16), frame.sample_rate)
+        if not await read_track(track, self.media_timeout_s, self._received) and self._connected:
+            self._error("media", f"no media received for {self.media_timeout_s:g} s")
 
     def _received(self, pcm: np.ndarray, rate: int) -> None:
         if self._down is None or self._down.rate_in != rate:
@@ -241,10 +230,7 @@ class SmallWebRTCLink(LinkBase):
         if self._loop is not None:
             self.close()
         self._reset()
-        self.raw_log = []
-        self.stats.clear()
-        self._errors.clear()
-        self._t0 = time.monotonic_ns() - now_ns
+        self._begin(now_ns)
         self._sr = session.sample_rate
         self._up = StreamResampler(self._sr, WEBRTC_RATE)
         try:

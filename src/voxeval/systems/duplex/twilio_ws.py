@@ -32,7 +32,6 @@ import base64
 import binascii
 import contextlib
 import json
-import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -389,10 +388,7 @@ class TwilioStreamLink(LinkBase):
         if self._loop is not None:
             self.close()
         self._reset()
-        self.raw_log = []
-        self.stats.clear()
-        self._errors.clear()
-        self._t0 = time.monotonic_ns() - now_ns
+        self._begin(now_ns)
         self._sr = session.sample_rate
         self._up = StreamResampler(self._sr, PHONE_RATE)
         self._down = StreamResampler(PHONE_RATE, self._sr)

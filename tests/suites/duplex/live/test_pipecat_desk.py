@@ -28,6 +28,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.helpers.duplex import need
+from tests.helpers.served import stop_process
 from tests.reference.test_fault_injection import _needs_speech_stack
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("pipecat")]
@@ -57,11 +58,7 @@ class Bot:
         self.url = line
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
 
 
 @pytest.fixture(scope="module")

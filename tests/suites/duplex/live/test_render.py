@@ -416,3 +416,47 @@ def test_render_help_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert out.stdout.strip() == "", f"duplex render --help imported: {out.stdout.strip()}"
+
+
+@pytest.mark.slow
+@needs_piper
+def test_two_threads_rendering_one_line_into_one_cache_both_succeed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The render cache's temporary file is per thread: two runs of one process (the loop
+    and Pipecat tests run two at once) rendering the same line both get it. The rename is
+    held back a second so that the writes overlap (with one name per process, the second
+    rename found its file gone)."""
+    import os
+    import threading
+    import time
+
+    import voxeval.suites.duplex.live.stimuli as stimuli
+    from voxeval.suites.duplex.live.stimuli import SpeechRenderer
+
+    real_replace = os.replace
+
+    def slow_replace(src: Any, dst: Any) -> None:
+        time.sleep(1.0)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(stimuli.os, "replace", slow_replace)
+
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def render() -> None:
+        try:
+            r = SpeechRenderer(16_000, cache_dir=tmp_path)
+            results.append(r.speak("Hello, can you hear me?", "piper?noise_scale=0&noise_w=0"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=render) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(results) == 4
+    assert all(np.array_equal(results[0][0], r[0]) for r in results)
+    assert not list(tmp_path.rglob("*.tmp.npy"))

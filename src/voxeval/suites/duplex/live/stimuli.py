@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -236,7 +237,9 @@ class SpeechRenderer:
         self.misses += 1
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
+            # one temporary name per process *and* thread: two runs of one process render
+            # the same line at once (they used to share the name; one rename then failed)
+            tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
             np.save(tmp, samples, allow_pickle=False)
             os.replace(tmp, path)
         return samples, {**detail, "cache": "miss" if path is not None else "off"}
