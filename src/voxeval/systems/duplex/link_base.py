@@ -36,6 +36,7 @@ __all__ = [
     "ERROR_CAP",
     "LinkBase",
     "LinkFactory",
+    "bearer_headers",
     "describe_error",
     "is_loopback",
     "open_websocket",
@@ -232,6 +233,20 @@ class LinkBase:
         path = Path(path)
         path.write_text("".join(line + "\n" for line in self.raw_log_lines()), encoding="utf-8")
         return path
+
+
+def bearer_headers(key_env: str | None, content_type: str) -> dict[str, str]:
+    """Request headers with ``Authorization: Bearer`` read from ``key_env`` (when named);
+    ``PermissionError`` when that variable is not set."""
+    import os
+
+    headers = {"Content-Type": content_type}
+    if key_env:
+        key = os.environ.get(key_env)
+        if not key:
+            raise PermissionError(f"environment variable {key_env} is not set")
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
 
 
 def is_loopback(url: str) -> bool:

@@ -50,7 +50,13 @@ from voxeval.contracts.duplex.agent_api import (
     PlaybackReport,
 )
 from voxeval.systems.duplex.impair import NETWORK_KINDS, ImpairPlan, UdpImpairer
-from voxeval.systems.duplex.link_base import LinkFactory, describe_error, is_loopback, redact_url
+from voxeval.systems.duplex.link_base import (
+    LinkFactory,
+    bearer_headers,
+    describe_error,
+    is_loopback,
+    redact_url,
+)
 from voxeval.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxeval.systems.duplex.realtime_protocol import Dialect, StreamResampler
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
@@ -219,14 +225,7 @@ class WebRTCAgentLink(RealtimeClient):
     async def _post_offer(self, sdp: str) -> str:
         import httpx
 
-        headers = {"Content-Type": "application/sdp"}
-        if self.key_env:
-            import os
-
-            key = os.environ.get(self.key_env)
-            if not key:
-                raise PermissionError(f"environment variable {self.key_env} is not set")
-            headers["Authorization"] = f"Bearer {key}"
+        headers = bearer_headers(self.key_env, "application/sdp")
         async with httpx.AsyncClient(
             timeout=self.connect_timeout_s, trust_env=not is_loopback(self.url)
         ) as client:

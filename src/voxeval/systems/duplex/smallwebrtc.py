@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from typing import Any
 
 import numpy as np
@@ -43,6 +42,7 @@ from voxeval.contracts.duplex.agent_api import (
 from voxeval.systems.duplex.link_base import (
     LinkBase,
     LinkFactory,
+    bearer_headers,
     describe_error,
     is_loopback,
     redact_url,
@@ -128,12 +128,7 @@ class SmallWebRTCLink(LinkBase):
     async def _post_offer(self, sdp: str) -> dict[str, Any]:
         import httpx
 
-        headers = {"Content-Type": "application/json"}
-        if self.key_env:
-            key = os.environ.get(self.key_env)
-            if not key:
-                raise PermissionError(f"environment variable {self.key_env} is not set")
-            headers["Authorization"] = f"Bearer {key}"
+        headers = bearer_headers(self.key_env, "application/json")
         async with httpx.AsyncClient(
             timeout=self.connect_timeout_s, trust_env=not is_loopback(self.url)
         ) as client:
