@@ -212,6 +212,7 @@ def _real_items() -> list[Item]:
     return items
 
 
+@pytest.mark.slow  # 3-4 s on real audio: past the fast tier's 3 s
 def test_build_conditions_real_items(tmp_path: Path) -> None:
     items = _real_items()
     noise = [data() / NOISE]
