@@ -67,6 +67,7 @@ __all__ = [
     "build",
     "import_aiortc",
     "mic_track_class",
+    "queue_frames",
     "read_track",
 ]
 
@@ -101,6 +102,22 @@ def mic_track_class() -> Any:
             return frame
 
     return MicTrack
+
+
+def queue_frames(loop: Any, mic: Any, pcm: np.ndarray, dropped: Callable[[], None]) -> None:
+    """Hand ``pcm`` (48 kHz, a whole number of 20 ms frames) to ``mic``'s queue on ``loop``
+    from another thread; a full queue drops a frame and calls ``dropped``."""
+    frames = [pcm[i : i + _FRAME] for i in range(0, pcm.size, _FRAME)]
+
+    def put() -> None:
+        for f in frames:
+            try:
+                mic.frames.put_nowait(f)
+            except asyncio.QueueFull:
+                dropped()
+
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(put)
 
 
 async def read_track(
@@ -369,20 +386,11 @@ class WebRTCAgentLink(RealtimeClient):
         n = pending.size // _FRAME * _FRAME
         if pending.size > n:
             self._backlog.append(pending[n:])
-        mic, loop = self._mic, self._loop
-        if mic is None or loop is None or n == 0:
+        if self._mic is None or self._loop is None or n == 0:
             return
-        frames = [pending[i : i + _FRAME] for i in range(0, n, _FRAME)]
-
-        def queue() -> None:
-            for f in frames:
-                try:
-                    mic.frames.put_nowait(f)
-                except asyncio.QueueFull:
-                    self._count("audio.dropped_frames")
-
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(queue)
+        queue_frames(
+            self._loop, self._mic, pending[:n], lambda: self._count("audio.dropped_frames")
+        )
 
     def _on_track(self, track: Any) -> None:
         if track.kind == "audio" and self._reader is None:

@@ -53,6 +53,7 @@ from voxeval.systems.duplex.realtime_webrtc import (
     WEBRTC_RATE,
     import_aiortc,
     mic_track_class,
+    queue_frames,
     read_track,
 )
 from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration, selected_route
@@ -245,18 +246,10 @@ class SmallWebRTCLink(LinkBase):
         pending = np.concatenate([self._backlog, wire]) if self._backlog.size else wire
         n = pending.size // _FRAME * _FRAME
         self._backlog = pending[n:]
-        frames = [pending[i : i + _FRAME] for i in range(0, n, _FRAME)]
-        mic = self._mic
-
-        def queue() -> None:
-            for f in frames:
-                try:
-                    mic.frames.put_nowait(f)
-                except asyncio.QueueFull:
-                    self._count("audio.dropped_frames")
-
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(queue)
+        if n:
+            queue_frames(
+                self._loop, self._mic, pending[:n], lambda: self._count("audio.dropped_frames")
+            )
         return self._drain()
 
     def on_playback(self, report: PlaybackReport, now_ns: int) -> list[AgentOutput]:

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from voxeval.core.processes import stop_process
+
 __all__ = ["PulseServer", "pulseaudio_path"]
 
 PLAY_SINK = "voxeval_play"
@@ -172,13 +174,7 @@ class PulseServer:
         return self.proc.poll() is None
 
     def close(self) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self._log.close()
         self._dir.cleanup()
 

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from voxeval.core.processes import stop_process
+
 __all__ = ["TurnServer", "coturn_path"]
 
 _USAGE = re.compile(
@@ -160,13 +162,7 @@ class TurnServer:
             self.proc.wait(5)
 
     def close(self) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         if self.proc.stderr is not None:
             self.proc.stderr.close()
 
