@@ -116,11 +116,11 @@ def main() -> None:
                 starts += [r["start_ms"] for r in rows]
                 ends += [r["end_ms"] for r in rows if not r["cut"]]
                 cut_ends += [r["end_ms"] for r in rows if r["cut"]]
-                level = json.loads(manifest.read_text()).get("session_id")
+                session = json.loads(manifest.read_text()).get("session_id")
                 print(
                     f"  {b.parent.name:28s} latency {loop['latency_ms']:6.2f} ms, jitter "
                     f"{loop['jitter_ms'] if loop['jitter_ms'] is not None else float('nan'):5.2f} ms, "
-                    f"{loop['n_windows']:3d} windows, {len(rows)} segments ({level})"
+                    f"{loop['n_windows']:3d} windows, {len(rows)} segments ({session})"
                 )
             print("acoustic agent-speech edges, capture - modelled playback:")
             print(f"  starts:              {_fig(starts)}")
