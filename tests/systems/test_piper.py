@@ -104,3 +104,19 @@ def test_explicit_voice_path_and_errors(tmp_path: Path) -> None:
         build("piper").synthesize("   ")
     with pytest.raises(InputError, match="synthesize"):
         build("piper", "transcribe")
+
+
+def test_the_optimised_graph_leaves_no_file_behind(
+    joe: PiperSynthesizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph is optimised through a temporary file that is gone once the first session is
+    built (a killed process used to leave 60 MB per synthesizer in /tmp); the later, seeded
+    sessions load the graph from memory and speak exactly as before."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    s = build("piper")
+    s.load()
+    assert list(tmp_path.iterdir()) == []
+    assert s.synthesize(TEXT).samples.tobytes() == joe.synthesize(TEXT).samples.tobytes()
+    assert list(tmp_path.iterdir()) == []

@@ -34,7 +34,6 @@ import json
 import shutil
 import tempfile
 import threading
-import weakref
 import zlib
 from pathlib import Path
 from typing import Any
@@ -134,8 +133,8 @@ class PiperSynthesizer:
         self.default_speaker = self._speaker_id(spec.option("speaker"))
         self.voice_name = self._voice_name()
         self._voice: Any = None
-        self._optimized: Path | None = None
-        """The graph optimised once (a private temporary file, removed with the synthesizer)."""
+        self._optimized: bytes | None = None
+        """The graph optimised once, serialized in memory (later sessions load it as is)."""
         self._lock = threading.Lock()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -184,19 +183,22 @@ class PiperSynthesizer:
             if seed is not None:
                 ort.set_seed(seed)
             if self._optimized is None:
+                # the optimised graph is kept in memory: a file would outlive a killed process
                 folder = tempfile.mkdtemp(prefix="voxeval-piper-")
-                weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
-                target = Path(folder) / "optimized.onnx"
-                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-                opts.optimized_model_filepath = str(target)
-                session = ort.InferenceSession(
-                    str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-                )
-                self._optimized = target
+                try:
+                    target = Path(folder) / "optimized.onnx"
+                    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+                    opts.optimized_model_filepath = str(target)
+                    session = ort.InferenceSession(
+                        str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+                    )
+                    self._optimized = target.read_bytes()
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
                 return session
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             return ort.InferenceSession(
-                str(self._optimized), sess_options=opts, providers=["CPUExecutionProvider"]
+                self._optimized, sess_options=opts, providers=["CPUExecutionProvider"]
             )
 
     def _call_seed(self, text: str, speaker: int | None) -> int:
