@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,13 @@ def test_every_transport_reaches_the_reference_agent_in_its_own_process(
     webrtc = (
         "webrtc:" + servers["webrtc"].url + "?" + turn.spec_options().replace("route=relay&", "")
     )
-    store = _run([ws, phone], tmp_path / "sockets", cache)
-    routes = _run([webrtc], tmp_path / "webrtc", cache, route=["direct", "relay"])
+    # the socket run and the WebRTC run at once: three agent processes, one per transport
+    with ThreadPoolExecutor(2) as pool:
+        sockets = pool.submit(_run, [ws, phone], tmp_path / "sockets", cache)
+        webrtc_run = pool.submit(
+            _run, [webrtc], tmp_path / "webrtc", cache, route=["direct", "relay"]
+        )
+        store, routes = sockets.result(), webrtc_run.result()
     records = [*store.load_records().records, *routes.load_records().records]
     assert len(records) == 2 * len(SCENARIOS) * 2
     assert all(r.status == "ok" for r in records), [r.error for r in records if r.status != "ok"]
