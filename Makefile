@@ -49,9 +49,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --force-reinstall --no-deps webrtcvad-wheels
 	touch $(STAMP)
 
-# The test and lint tools on top of the runtime (the `dev` extra).
+# The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[all,speaker,dev]'
+	$(BIN)/python -m pip install -q -e '.[all,speaker,ray,dev]'
 	touch $(DEV_STAMP)
 
 $(PIPECAT_STAMP): examples/pipecat_desk/requirements.txt pyproject.toml

@@ -149,6 +149,7 @@ def test_a_usage_or_input_error_is_exit_2_and_writes_nothing(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # six real runs: 3.3 s
 def test_a_system_that_fails_every_item_is_exit_1_in_every_run_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from voxeval.core.executor import make_executor
+from voxeval.core.execution import make_executor
 
 
 class Worker:
@@ -50,8 +50,36 @@ def test_process_executor_uses_other_processes() -> None:
 
 
 def test_bad_kind() -> None:
-    with pytest.raises(ValueError):
-        make_executor("ray", 1)
+    with pytest.raises(ValueError, match="thread, process, serial, ray"):
+        make_executor("cluster", 1)
+
+
+def test_ray_without_ray_is_refused_with_the_install_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import voxeval.core.ray_executor as rx
+    from voxeval.core.errors import InputError
+
+    monkeypatch.setattr(rx, "ray_unavailable", lambda: "ray is not installed: " + rx.INSTALL_HINT)
+    with pytest.raises(InputError, match=r"voxeval\[ray\]"):
+        make_executor("ray", 2)
+
+
+@pytest.mark.parametrize("address", ["not an address", "ray://host", "host:port", "http://h:1"])
+def test_a_bad_ray_address_is_refused_before_ray_is_needed(address: str) -> None:
+    from voxeval.core.errors import InputError
+
+    with pytest.raises(InputError, match="--ray-address"):
+        make_executor("ray", 1, ray_address=address)
+
+
+def test_which_ray_addresses_are_remote() -> None:
+    from voxeval.core.ray_executor import check_address, is_remote
+
+    assert check_address("auto") == "auto" and check_address(None) is None
+    assert not is_remote(None) and not is_remote("127.0.0.1:6379")
+    assert not is_remote("ray://localhost:10001")
+    assert is_remote("ray://10.0.0.5:10001") and is_remote("auto")
 
 
 STATE = "as imported"

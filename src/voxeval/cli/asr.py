@@ -12,6 +12,7 @@ from voxeval.cli.common import (
     RunFlags,
     data_out_option,
     dry_run,
+    executor_options,
     finish_run,
     format_flags,
     manifest_option,
@@ -60,12 +61,7 @@ def asr() -> None:
     type=click.IntRange(1, 64),
     help="Parallel workers per system.",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["thread", "process", "serial"]),
-    default="thread",
-    show_default=True,
-)
+@executor_options
 @click.option(
     "--timeout",
     default=600.0,
@@ -86,6 +82,7 @@ def run_cmd(
     resume: bool,
     workers: int,
     executor: str,
+    ray_address: str | None,
     timeout: float,
     repeats: int,
     normalizer: str,
@@ -117,6 +114,7 @@ def run_cmd(
             repeats=repeats,
             workers=workers,
             executor=executor,
+            ray_address=ray_address,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

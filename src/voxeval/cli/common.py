@@ -31,6 +31,26 @@ data_out_option = click.option(
 )
 
 
+def executor_options(f: Any) -> Any:
+    """``--executor`` and ``--ray-address`` (one definition for every command that runs
+    items on workers)."""
+    f = click.option(
+        "--ray-address",
+        default=None,
+        metavar="auto|ray://HOST:PORT|HOST:PORT",
+        help="With --executor ray: the cluster to join (default: a Ray started for this run, "
+        "on 127.0.0.1 only).",
+    )(f)
+    return click.option(
+        "--executor",
+        type=click.Choice(["thread", "process", "serial", "ray"]),
+        default="thread",
+        show_default=True,
+        help="Where workers run: threads or processes here, or Ray actors on a cluster "
+        "(pip install 'voxeval[ray]').",
+    )(f)
+
+
 def manifest_option(
     help_text: str = "JSONL manifest (audio_filepath, text, id, speaker, labels).",
 ) -> Any:

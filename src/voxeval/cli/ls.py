@@ -45,6 +45,24 @@ def ls(backend: str | None) -> None:
             escape(b.name), ", ".join(b.capabilities), _usable(b), escape(b.description)
         )
     console.print(systems)
+    console.print(_executors())
+
+
+def _executors() -> str:
+    """One line on where ``--executor ray`` would run."""
+    from rich.markup import escape
+
+    from voxeval.core.ray_executor import INSTALL_HINT, ray_status
+
+    status = ray_status()
+    if status["version"] is None:
+        return f"Executors: thread, process, serial; ray [red]not installed[/] ({escape(INSTALL_HINT)})"
+    where = (
+        f"joins the cluster at {escape(str(status['address']))}"
+        if status["address"]
+        else "starts a Ray of its own on 127.0.0.1 (no cluster found: RAY_ADDRESS unset)"
+    )
+    return f"Executors: thread, process, serial; ray {status['version']}: --executor ray {where}"
 
 
 def _usable(b: BackendInfo) -> str:

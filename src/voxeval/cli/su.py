@@ -12,6 +12,7 @@ from rich.markup import escape
 from voxeval.cli.common import (
     RunFlags,
     dry_run,
+    executor_options,
     finish_run,
     format_flags,
     manifest_option,
@@ -127,12 +128,7 @@ def build_pairs_cmd(
     "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
 )
 @click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 64))
-@click.option(
-    "--executor",
-    type=click.Choice(["thread", "process", "serial"]),
-    default="thread",
-    show_default=True,
-)
+@executor_options
 @click.option(
     "--timeout",
     default=600.0,
@@ -159,6 +155,7 @@ def run_cmd(
     resume: bool,
     workers: int,
     executor: str,
+    ray_address: str | None,
     timeout: float,
     repeats: int,
     vocabulary: str,
@@ -185,6 +182,7 @@ def run_cmd(
             repeats=repeats,
             workers=workers,
             executor=executor,
+            ray_address=ray_address,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

@@ -2,15 +2,16 @@
 
 An executor receives a *worker factory* (called once per worker, where it may load a
 model) and a list of tasks, and yields results as they finish (unordered). Suites only use
-:meth:`Executor.map_unordered`, so a distributed engine (Ray actors as workers) can replace
-the local ones without touching suite code. Process workers need a picklable factory.
+:meth:`Executor.map_unordered`, so a distributed engine (Ray actors as workers,
+``core.ray_executor``) replaces the local ones without touching suite code;
+``core.execution.make_executor`` picks one by name. Process workers need a picklable factory.
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
@@ -35,14 +36,41 @@ class Executor(ABC, Generic[T, R]):
         self.workers = workers
 
     @abstractmethod
-    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
-        """Yield ``worker(task)`` results in completion order."""
+    def map_unordered(
+        self,
+        make_worker: WorkerFactory,
+        tasks: Sequence[Any],
+        *,
+        lost: Callable[[Any, str], Any] | None = None,
+        resources: Mapping[str, float] | None = None,
+    ) -> Iterator[Any]:
+        """Yield ``worker(task)`` results in completion order.
+
+        ``lost(task, reason)`` stands in for the result of a task whose worker died more
+        often than the executor retries (a distributed executor; local ones never lose a
+        task). ``resources`` (``num_cpus``, ``num_gpus``) are what one worker needs where an
+        executor places workers (Ray); local executors ignore them."""
+
+    def close(self) -> None:
+        """Release what the executor holds between calls (a Ray connection); idempotent."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for ``run.json``'s ``execution`` beyond kind and workers (the cluster)."""
+        return {}
+
+    def __enter__(self) -> Executor[T, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class SerialExecutor(Executor[Any, Any]):
     """Everything in the calling thread (debugging, deterministic order)."""
 
-    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+    def map_unordered(
+        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+    ) -> Iterator[Any]:
         if not tasks:
             return
         worker = make_worker()
@@ -69,7 +97,9 @@ class ThreadExecutor(Executor[Any, Any]):
     Good for engines that release the GIL (CTranslate2, ONNX Runtime) and for HTTP clients.
     """
 
-    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+    def map_unordered(
+        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+    ) -> Iterator[Any]:
         if not tasks:
             return
         if self.workers == 1:
@@ -100,7 +130,9 @@ class ProcessExecutor(Executor[Any, Any]):
     demo's ASR workers, forked while the demo's lane and progress threads ran, hung for good
     in its model load."""
 
-    def map_unordered(self, make_worker: WorkerFactory, tasks: Sequence[Any]) -> Iterator[Any]:
+    def map_unordered(
+        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+    ) -> Iterator[Any]:
         if not tasks:
             return
         import multiprocessing
@@ -131,18 +163,6 @@ def _drain(
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for fut in done:
             yield fut.result()
-
-
-def make_executor(kind: str = "thread", workers: int = 1) -> Executor[Any, Any]:
-    """``thread`` (default), ``process`` or ``serial``."""
-    kinds: dict[str, type[Executor[Any, Any]]] = {
-        "thread": ThreadExecutor,
-        "process": ProcessExecutor,
-        "serial": SerialExecutor,
-    }
-    if kind not in kinds:
-        raise ValueError(f"unknown executor {kind!r}; choose from {', '.join(kinds)}")
-    return kinds[kind](workers)
 
 
 class CallTimedOut(Exception):

@@ -28,6 +28,8 @@ class Record:
     timing: dict[str, float] = field(default_factory=dict)
     started_at: str | None = None
     ended_at: str | None = None
+    worker: dict[str, Any] | None = None
+    """Where a distributed executor ran it (``executor``, ``node``, ``pid``); else None."""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -46,6 +48,7 @@ class Record:
             "timing": self.timing,
             "started_at": self.started_at,
             "ended_at": self.ended_at,
+            **({"worker": self.worker} if self.worker else {}),
         }
 
     @classmethod
@@ -70,6 +73,7 @@ class Record:
             timing=d.get("timing") or {},
             started_at=d.get("started_at"),
             ended_at=d.get("ended_at"),
+            worker=d.get("worker") if isinstance(d.get("worker"), dict) else None,
         )
 
 

@@ -187,3 +187,14 @@ def parse_spec(spec: str) -> SystemSpec:
     if not _BACKEND.match(backend):
         raise SpecError(f"bad backend name {backend!r} in spec {raw!r}")
     return SystemSpec(backend, target or None, options, raw)
+
+
+def spec_resources(spec: str) -> dict[str, float]:
+    """What one worker of ``spec`` needs where an executor places workers: the harness
+    options ``num_cpus`` (default 1) and ``num_gpus`` (default 0), e.g.
+    ``faster-whisper?num_gpus=1&num_cpus=2``."""
+    parsed = parse_spec(spec)
+    return {
+        "num_cpus": parsed.float_option("num_cpus", 1.0, lo=0.0),
+        "num_gpus": parsed.float_option("num_gpus", 0.0, lo=0.0),
+    }

@@ -18,12 +18,13 @@ import numpy as np
 
 from voxeval.core.audio import TARGET_SR
 from voxeval.core.errors import SystemOutputError, VoxevalError
-from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
+from voxeval.core.execution import make_executor
+from voxeval.core.executor import CallTimedOut, Executor, call_with_timeout
 from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.core.specs import system_key
+from voxeval.core.specs import spec_resources, system_key
 from voxeval.suites.asr.wer import score_text
 from voxeval.systems.base import coerce_transcript
 
@@ -149,6 +150,15 @@ class TranscribeWorker:
         return rec
 
 
+def _lost(key: str) -> Callable[[Task, str], Record]:
+    """The record of a task a distributed executor gave up on (its worker kept dying)."""
+
+    def record(task: Task, reason: str) -> Record:
+        return error_record(task.item.id, key, task.repeat, "worker_lost", reason)
+
+    return record
+
+
 def run_systems(
     store: RunStore,
     items: Sequence[Item],
@@ -157,7 +167,8 @@ def run_systems(
     normalizer: str,
     repeats: int = 1,
     workers: int = 1,
-    executor: str = "thread",
+    executor: str | Executor[Any, Any] = "thread",
+    ray_address: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     done: set[tuple[str, str, int]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
@@ -166,35 +177,53 @@ def run_systems(
     """Transcribe every pending (item, system, repeat) and append its record to ``store``.
 
     ``done`` holds keys already in the store (``--resume``): they are not redone.
+    ``executor``: a kind (``make_executor``) or an executor the caller opened and closes;
+    ``ray`` runs the workers as Ray actors (``ray_address``, else a Ray started for the run),
+    each with the ``num_cpus``/``num_gpus`` of its system's spec.
     Returns per-system load information (load and warm-up seconds, ``describe()``).
     """
     done = done or set()
     info: dict[str, dict[str, Any]] = {}
-    for spec in systems:
-        key = system_key(spec)
-        tasks = [
-            Task(item, r) for r in range(repeats) for item in items if (item.id, key, r) not in done
-        ]
-        load_info: dict[str, Any] = {}
-        info[key] = load_info
-        if on_start:
-            on_start(key, len(tasks))
-        if not tasks:
-            continue
-        ex = make_executor(executor, workers)
-        t0 = time.perf_counter()
-        loads: list[float] = []
-        factory = functools.partial(TranscribeWorker, spec, normalizer, timeout)  # picklable
-        for rec in ex.map_unordered(factory, tasks):
-            if "load_s" in rec.timing:
-                loads.append(rec.timing["load_s"] + rec.timing.get("warmup_s", 0.0))
-                load_info.setdefault("load_s", rec.timing["load_s"])
-                load_info.setdefault("warmup_s", rec.timing.get("warmup_s"))
-                load_info.setdefault("describe", rec.output.get("system_info"))
-            store.append(rec)
-            if on_record:
-                on_record(rec)
-        load_info["loop_wall_s"] = round(time.perf_counter() - t0, 4)
-        load_info["loads"] = len(loads)
-        load_info["load_total_s"] = round(sum(loads), 4)
+    owned = isinstance(executor, str)
+    ex: Executor[Any, Any] = (
+        make_executor(executor, workers, ray_address=ray_address)
+        if isinstance(executor, str)
+        else executor
+    )
+    try:
+        for spec in systems:
+            key = system_key(spec)
+            tasks = [
+                Task(item, r)
+                for r in range(repeats)
+                for item in items
+                if (item.id, key, r) not in done
+            ]
+            load_info: dict[str, Any] = {}
+            info[key] = load_info
+            if on_start:
+                on_start(key, len(tasks))
+            if not tasks:
+                continue
+            t0 = time.perf_counter()
+            loads: list[float] = []
+            factory = functools.partial(TranscribeWorker, spec, normalizer, timeout)  # picklable
+            results = ex.map_unordered(
+                factory, tasks, lost=_lost(key), resources=spec_resources(spec)
+            )
+            for rec in results:
+                if "load_s" in rec.timing:
+                    loads.append(rec.timing["load_s"] + rec.timing.get("warmup_s", 0.0))
+                    load_info.setdefault("load_s", rec.timing["load_s"])
+                    load_info.setdefault("warmup_s", rec.timing.get("warmup_s"))
+                    load_info.setdefault("describe", rec.output.get("system_info"))
+                store.append(rec)
+                if on_record:
+                    on_record(rec)
+            load_info["loop_wall_s"] = round(time.perf_counter() - t0, 4)
+            load_info["loads"] = len(loads)
+            load_info["load_total_s"] = round(sum(loads), 4)
+    finally:
+        if owned:
+            ex.close()
     return info

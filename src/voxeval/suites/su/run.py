@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.errors import InputError
+from voxeval.core.execution import make_executor
 from voxeval.core.manifests import ManifestRead, items_from
 from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
@@ -66,6 +67,7 @@ def run_su(
     repeats: int = 1,
     workers: int = 1,
     executor: str = "thread",
+    ray_address: str | None = None,
     timeout: float | None = 600.0,
     resume: bool = False,
     on_start: Callable[[str, int], None] | None = None,
@@ -84,6 +86,7 @@ def run_su(
     source = items_from(manifest)
     items = expand_items(source.items, evals)
     config = run_config(source, evals, systems, vocabulary, repeats)
+    pool = make_executor(executor, workers, ray_address=ray_address)  # bad address: exit 2 now
     store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, items, resume)
     try:
         loads = run_systems(
@@ -93,13 +96,14 @@ def run_su(
             vocabulary=vocabulary,
             repeats=repeats,
             workers=workers,
-            executor=executor,
+            executor=pool,
             timeout=timeout,
             done=done,
             on_start=on_start,
             on_record=on_record,
         )
     finally:
+        pool.close()
         store.close()
     info = store.info()
     sys_info = info.get("systems", {})
@@ -108,7 +112,12 @@ def run_su(
     info.update(
         systems=sys_info,
         ended_at=utc_now(),
-        execution={"workers": workers, "executor": executor, "timeout_s": timeout},
+        execution={
+            "workers": workers,
+            "executor": executor,
+            "timeout_s": timeout,
+            **pool.describe(),
+        },
     )
     store.write_info(info)
     if write_reports:

@@ -25,12 +25,13 @@ from typing import Any
 
 from voxeval.core.audio import TARGET_SR, Audio, load_audio
 from voxeval.core.errors import InputError, SystemOutputError, VoxevalError
-from voxeval.core.executor import CallTimedOut, call_with_timeout, make_executor
+from voxeval.core.execution import make_executor
+from voxeval.core.executor import CallTimedOut, Executor, call_with_timeout
 from voxeval.core.items import Item, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.core.specs import system_key
+from voxeval.core.specs import spec_resources, system_key
 from voxeval.suites.su.parse import Parsed, parse_answer
 from voxeval.suites.su.prompts import PROMPTS_VERSION, merge_clips, render_prompt
 from voxeval.suites.su.scoring import FIXED_RATING_THRESHOLD, best_threshold
@@ -346,14 +347,46 @@ def run_systems(
     vocabulary: str,
     repeats: int = 1,
     workers: int = 1,
-    executor: str = "thread",
+    executor: str | Executor[Any, Any] = "thread",
     timeout: float | None = DEFAULT_TIMEOUT_S,
     done: set[tuple[str, str, int]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
     on_record: Callable[[Record], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Answer every pending (item, system, repeat); returns per-system run information
-    (load seconds, ``describe()``, thresholds, evals not applicable to a specialist)."""
+    (load seconds, ``describe()``, thresholds, evals not applicable to a specialist).
+    ``executor``: a kind or an executor the caller opened (and closes)."""
+    pool = make_executor(executor, workers) if isinstance(executor, str) else executor
+    try:
+        return _run_systems(
+            pool, store, items, systems, vocabulary, repeats, timeout, done, on_start, on_record
+        )
+    finally:
+        if isinstance(executor, str):
+            pool.close()
+
+
+def _lost(key: str) -> Callable[[Task, str], Record]:
+    """The record of a task a distributed executor gave up on (its worker kept dying)."""
+
+    def record(task: Task, reason: str) -> Record:
+        return error_record(task.item.id, key, task.repeat, "worker_lost", reason)
+
+    return record
+
+
+def _run_systems(
+    pool: Executor[Any, Any],
+    store: RunStore,
+    items: Sequence[Item],
+    systems: Sequence[str],
+    vocabulary: str,
+    repeats: int,
+    timeout: float | None,
+    done: set[tuple[str, str, int]] | None,
+    on_start: Callable[[str, int], None] | None,
+    on_record: Callable[[Record], None] | None,
+) -> dict[str, dict[str, Any]]:
     done = done or set()
     info: dict[str, dict[str, Any]] = {}
     vocab = get_vocabulary(vocabulary)
@@ -405,7 +438,11 @@ def run_systems(
             held: list[Record] = []
             if pending_c:
                 factory = functools.partial(UnderstandWorker, spec, timeout, vocabulary, {})
-                held = list(make_executor(executor, workers).map_unordered(factory, pending_c))
+                held = list(
+                    pool.map_unordered(
+                        factory, pending_c, lost=_lost(key), resources=spec_resources(spec)
+                    )
+                )
             for task_name in sorted({str(it.labels["task"]) for it in mine}):
                 if probe.default_threshold(task_name) is None:
                     continue
@@ -426,7 +463,10 @@ def run_systems(
             sys_info["thresholds"] = thresholds
         if pending_t:
             factory = functools.partial(UnderstandWorker, spec, timeout, vocabulary, thresholds)
-            for rec in make_executor(executor, workers).map_unordered(factory, pending_t):
+            results = pool.map_unordered(
+                factory, pending_t, lost=_lost(key), resources=spec_resources(spec)
+            )
+            for rec in results:
                 emit(rec)
         sys_info["loop_wall_s"] = round(time.perf_counter() - t0, 4)
         sys_info["loads"] = len(loads)

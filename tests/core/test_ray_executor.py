@@ -1,0 +1,218 @@
+"""The Ray executor on a real multi-node Ray cluster on this machine (``tests.helpers.ray_cluster``:
+a head with no CPUs and two one-CPU worker nodes, each its own raylet and processes).
+
+Asserted: an ASR run on Ray gives the records of the thread executor (outputs and metrics, not
+timings) with every record naming the node that ran it, over at least two nodes; killing a
+worker node while it holds items loses nothing and records nothing twice; an item that kills
+every worker it reaches is an error record with the reason once its retries are spent, and
+the run goes on; a bad ``--ray-address`` is a usage error before any work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import make_manifest
+from tests.helpers.ray_cluster import RayCluster, ray_cluster
+from voxeval.cli.main import cli
+from voxeval.core.records import Record
+
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+
+ASR = "faster-whisper"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    pytest.importorskip("ray", reason="pip install 'voxeval[ray]' (make test installs it)")
+    with ray_cluster(nodes=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_manifest(tmp_path_factory.mktemp("m") / "m.jsonl", limit=6)
+
+
+@pytest.fixture(scope="module")
+def threads(manifest: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Record]:
+    from voxeval.suites.asr.suite import run_asr
+
+    store = run_asr(manifest, [ASR], tmp_path_factory.mktemp("threads"), repeats=2)
+    return {f"{r.id}#{r.repeat}": r for r in store.load_records().records}
+
+
+def _records(run_dir: Path) -> list[Record]:
+    return [Record.from_dict(json.loads(x)) for x in (run_dir / "records.jsonl").open()]
+
+
+def _same_results(ray_recs: list[Record], threads: dict[str, Record]) -> None:
+    keys = [f"{r.id}#{r.repeat}" for r in ray_recs]
+    assert sorted(keys) == sorted(threads)  # every item once: none lost, none twice
+    for r in ray_recs:
+        t = threads[f"{r.id}#{r.repeat}"]
+        assert r.status == t.status == "ok", r.error
+        assert _answer(r) == _answer(t) and r.metrics == t.metrics
+
+
+def _answer(r: Record) -> dict[str, object]:
+    """The output without the system's description (on the first record of each load)."""
+    return {k: v for k, v in r.output.items() if k != "system_info"}
+
+
+def test_asr_on_ray_equals_threads_on_two_nodes(
+    cluster: RayCluster, manifest: Path, threads: dict[str, Record], tmp_path: Path
+) -> None:
+    res = CliRunner().invoke(
+        cli,
+        [
+            "asr",
+            "run",
+            "-m",
+            str(manifest),
+            "-s",
+            ASR,
+            "--repeats",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--workers",
+            "2",
+            "--no-progress",
+        ],
+        catch_exceptions=False,
+    )
+    assert res.exit_code == 0, res.output
+    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    recs = _records(run_dir)
+    _same_results(recs, threads)
+    nodes = {r.worker["node"] for r in recs if r.worker}
+    assert len(recs) == 12 and all(r.worker and r.worker["executor"] == "ray" for r in recs)
+    assert len(nodes) >= 2 and nodes <= {n.node_id for n in cluster.workers}
+    execution = json.loads((run_dir / "run.json").read_text())["execution"]
+    assert execution["executor"] == "ray" and execution["ray"]["nodes"] == 3
+
+
+def test_a_node_killed_mid_run_loses_nothing_and_records_nothing_twice(
+    cluster: RayCluster, manifest: Path, threads: dict[str, Record], tmp_path: Path
+) -> None:
+    from voxeval.suites.asr.suite import run_asr
+
+    killed: list[str] = []
+
+    def kill_first_node(rec: Record) -> None:  # the node of the first record still holds items
+        if not killed and rec.worker:
+            killed.append(rec.worker["node"])
+            cluster.kill(rec.worker["node"])
+
+    try:
+        store = run_asr(
+            manifest,
+            [ASR],
+            tmp_path,
+            repeats=2,
+            workers=2,
+            executor="ray",
+            ray_address=cluster.address,
+            on_record=kill_first_node,
+        )
+    finally:
+        cluster.add_worker()  # the next test gets two worker nodes again
+    recs = _records(store.path)
+    _same_results(recs, threads)
+    assert killed
+    retried = [r for r in recs if r.worker and r.worker["attempt"] > 1]
+    assert retried, "no item was in flight on the killed node"
+    assert all(r.worker and r.worker["node"] != killed[0] for r in retried)
+
+
+def test_an_item_that_kills_every_worker_is_an_error_record_and_the_run_goes_on(
+    cluster: RayCluster, manifest: Path, tmp_path: Path
+) -> None:
+    from voxeval.suites.asr.suite import run_asr
+
+    store = run_asr(
+        manifest,
+        ["python:tests.helpers.ray_systems:dies_on_long_audio"],
+        tmp_path,
+        workers=2,
+        executor="ray",
+        ray_address=cluster.address,
+        write_reports=False,
+    )
+    recs = {r.id: r for r in _records(store.path)}
+    durations = {
+        json.loads(x)["id"]: json.loads(x)["duration"] for x in manifest.read_text().splitlines()
+    }
+    assert set(recs) == set(durations)
+    for item, rec in recs.items():
+        if durations[item] > 5:
+            assert rec.status == "error" and rec.error is not None
+            assert rec.error["kind"] == "worker_lost"
+            assert "died 3 time(s)" in rec.error["message"], rec.error
+        else:
+            assert rec.status == "ok" and rec.output["pred_text"] == "short", rec
+
+
+def _listening() -> set[tuple[str, int]]:
+    """Every TCP socket listening on this machine: (address, port), from /proc/net."""
+    out: set[tuple[str, int]] = set()
+    for name, width in (("tcp", 8), ("tcp6", 32)):
+        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state != "0A":  # LISTEN
+                continue
+            hexaddr, hexport = local.split(":")
+            raw = bytes.fromhex(hexaddr)
+            words = [raw[i : i + 4][::-1] for i in range(0, len(raw), 4)]  # little-endian words
+            addr = b"".join(words)
+            if width == 8:
+                text = ".".join(str(b) for b in addr)
+            elif addr[:12] == b"\0" * 10 + b"\xff\xff":
+                text = ".".join(str(b) for b in addr[12:])  # IPv4-mapped
+            else:
+                text = addr.hex()
+            out.add((text, int(hexport, 16)))
+    return out
+
+
+def test_a_ray_started_for_the_run_listens_on_loopback_only(tmp_path: Path) -> None:
+    """Without --ray-address the run starts its own Ray; every server it opens (GCS, raylet,
+    object manager, workers) listens on 127.0.0.1, never on the machine's addresses."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray", reason="pip install 'voxeval[ray]'")
+    before = _listening()
+    script = (
+        "import sys, time\n"
+        "from voxeval.core.ray_executor import RayExecutor\n"
+        "ex = RayExecutor(1)\n"
+        "print(list(ex.map_unordered(lambda: (lambda t: t * 2), [1, 2, 3])), flush=True)\n"
+        "sys.stdin.readline()\n"
+        "ex.close()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        assert sorted(json.loads(proc.stdout.readline())) == [2, 4, 6]
+        opened = _listening() - before
+    finally:
+        proc.communicate("\n", timeout=60)
+    assert len(opened) >= 3, opened  # GCS, raylet, object manager at least
+    assert {addr for addr, _ in opened} == {"127.0.0.1"}, opened
