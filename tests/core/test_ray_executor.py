@@ -11,6 +11,7 @@ the run goes on; a bad ``--ray-address`` is a usage error before any work.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,8 +187,9 @@ def _listening() -> set[tuple[str, int]]:
 
 
 def test_a_ray_started_for_the_run_listens_on_loopback_only(tmp_path: Path) -> None:
-    """Without --ray-address the run starts its own Ray; every server it opens (GCS, raylet,
-    object manager, workers) listens on 127.0.0.1, never on the machine's addresses."""
+    """Without --ray-address the run starts its own Ray, even with RAY_ADDRESS set; every
+    server it opens (GCS, raylet, object manager, workers) listens on 127.0.0.1, never on the
+    machine's addresses."""
     import subprocess
     import sys
 
@@ -201,12 +203,16 @@ def test_a_ray_started_for_the_run_listens_on_loopback_only(tmp_path: Path) -> N
         "sys.stdin.readline()\n"
         "ex.close()\n"
     )
+    # a cluster named in the environment (as `ray start` or a joined driver leaves it) is not
+    # joined: without --ray-address the run starts its own
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        env=env,
     )
     try:
         assert proc.stdout is not None
@@ -216,3 +222,77 @@ def test_a_ray_started_for_the_run_listens_on_loopback_only(tmp_path: Path) -> N
         proc.communicate("\n", timeout=60)
     assert len(opened) >= 3, opened  # GCS, raylet, object manager at least
     assert {addr for addr, _ in opened} == {"127.0.0.1"}, opened
+
+
+def test_tts_on_ray_equals_threads_and_the_driver_writes_the_audio(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """espeak-ng over the demo's phone numbers, dates and amounts with the faster-whisper round
+    trip and every measure: the same records and byte-identical WAVs from Ray actors (which
+    synthesize and measure) as from this process; only the driver wrote the run."""
+    from voxeval.suites.tts.suite import run_tts
+
+    args = dict(items="demo", only=["phone_numbers", "dates", "amounts"], write_reports=False)
+    local = run_tts(["espeak-ng:en-us+f3"], tmp_path / "local", **args)  # type: ignore[arg-type]
+    remote = run_tts(
+        ["espeak-ng:en-us+f3"],
+        tmp_path / "ray",
+        executor="ray",
+        workers=2,
+        ray_address=cluster.address,
+        **args,  # type: ignore[arg-type]
+    )
+    mine = {r.key: r for r in local.load_records().records}
+    theirs = {r.key: r for r in remote.load_records().records}
+    assert set(mine) == set(theirs) and len(mine) >= 6
+    for key, r in theirs.items():
+        assert r.status == mine[key].status == "ok", r.error
+        assert _answer(r) == _answer(mine[key]) and r.metrics == mine[key].metrics
+        assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
+        wav = r.output["audio_path"]
+        assert (remote.path / wav).read_bytes() == (local.path / wav).read_bytes()
+    execution = json.loads((remote.path / "run.json").read_text())["execution"]
+    assert execution["executor"] == "ray" and execution["workers"] == 2
+
+
+def test_su_on_ray_equals_threads_with_a_real_speaker_model(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """resemblyzer (a speaker encoder on torch) on real same/different-speaker pairs: the
+    calibration split and the test split run on Ray actors and give the thread executor's
+    records (scores, answers and the threshold calibrated from them)."""
+    from tests.conftest import csv_rows, shared_data
+    from voxeval.core.items import Item, write_manifest
+    from voxeval.suites.su.pairs import build_pairs
+    from voxeval.suites.su.run import run_su
+
+    pytest.importorskip("resemblyzer", reason="pip install 'voxeval[speaker]'")
+    clips = [
+        Item(
+            id=Path(r["path"]).stem,
+            audio_filepath=str(shared_data() / "speaker" / r["path"]),
+            speaker=r["speaker"],
+        )
+        for r in csv_rows("speaker")
+    ]
+    pairs = tmp_path / "pairs.jsonl"
+    write_manifest(build_pairs(clips, "speaker_match", n=16, seed=1), pairs)
+    common = dict(tasks=["speaker_match"], systems=["resemblyzer"], write_reports=False)
+    local = run_su(pairs, out=tmp_path / "local", **common)  # type: ignore[arg-type]
+    remote = run_su(
+        pairs,
+        out=tmp_path / "ray",
+        executor="ray",
+        workers=2,
+        ray_address=cluster.address,
+        **common,  # type: ignore[arg-type]
+    )
+    mine = {r.key: r for r in local.load_records().records}
+    theirs = {r.key: r for r in remote.load_records().records}
+    assert set(mine) == set(theirs) and len(mine) == 32  # two evals per pair
+    for key, r in theirs.items():
+        assert r.status == mine[key].status == "ok", r.error
+        assert _answer(r) == _answer(mine[key]) and r.metrics == mine[key].metrics
+        assert r.worker and r.worker["executor"] == "ray"
+    thresholds = [json.loads((s.path / "run.json").read_text())["systems"] for s in (local, remote)]
+    assert thresholds[0]["resemblyzer"]["thresholds"] == thresholds[1]["resemblyzer"]["thresholds"]

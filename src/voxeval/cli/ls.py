@@ -57,12 +57,15 @@ def _executors() -> str:
     status = ray_status()
     if status["version"] is None:
         return f"Executors: thread, process, serial; ray [red]not installed[/] ({escape(INSTALL_HINT)})"
-    where = (
-        f"joins the cluster at {escape(str(status['address']))}"
+    auto = (
+        f"--ray-address auto joins the cluster at {escape(str(status['address']))}"
         if status["address"]
-        else "starts a Ray of its own on 127.0.0.1 (no cluster found: RAY_ADDRESS unset)"
+        else "--ray-address auto finds no cluster (RAY_ADDRESS unset, no `ray start` here)"
     )
-    return f"Executors: thread, process, serial; ray {status['version']}: --executor ray {where}"
+    return (
+        f"Executors: thread, process, serial; ray {status['version']}: without --ray-address "
+        f"a run starts a Ray of its own on 127.0.0.1; {auto}"
+    )
 
 
 def _usable(b: BackendInfo) -> str:

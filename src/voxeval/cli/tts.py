@@ -12,6 +12,7 @@ from rich.markup import escape
 from voxeval.cli.common import (
     RunFlags,
     dry_run,
+    executor_options,
     finish_run,
     max_failures_option,
     output_flags,
@@ -86,6 +87,15 @@ def _end(store: Any, max_failures: float | None = None, flags: RunFlags | None =
     type=float,
     help="Seconds before a synthesis call counts as hung (0: no limit).",
 )
+@click.option(
+    "--workers",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="With a distributed --executor: workers per system (each synthesizes and measures).",
+)
+@executor_options
 @subset_flags()
 @output_flags
 @max_failures_option
@@ -100,6 +110,9 @@ def run_cmd(
     asr: str,
     repeats: int,
     timeout: float,
+    workers: int,
+    executor: str,
+    ray_address: str | None,
     max_failures: float | None,
     **kwargs: Any,
 ) -> None:
@@ -134,6 +147,9 @@ def run_cmd(
             limit=flags.limit,
             sample=flags.sample,
             seed=flags.seed,
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
         )
     study_info = store.info().get("study")
     if study_info:

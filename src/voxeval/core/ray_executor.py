@@ -14,8 +14,9 @@ as the workers, on a cluster or on a Ray started for the run.
   replacement takes tasks once its ``make_worker`` has run (actors that die before that are
   replaced a bounded number of times). A result the
   driver never received is never counted, so nothing is recorded twice.
-- **Where**: a :class:`~voxeval.core.records.Record` result gets ``worker = {"executor":
-  "ray", "node": <node id>, "pid": <pid>}``.
+- **Where**: a :class:`~voxeval.core.records.Record` result (or a result whose ``record``
+  is one) gets ``worker = {"executor": "ray", "node": <node id>, "pid": <pid>, "attempt":
+  <1 + retries>}``.
 
 Ray is an optional extra (``pip install 'voxeval[ray]'``); it is imported only here and only
 when a Ray executor is used. Secrets are never put into ``runtime_env`` or task arguments:
@@ -69,10 +70,10 @@ def _keep_to_loopback() -> None:
 
 
 def ray_status() -> dict[str, str | None]:
-    """Whether Ray is installed (its version) and which cluster ``--executor ray`` would join
-    without ``--ray-address``: ``RAY_ADDRESS`` from the environment, else the cluster started
-    on this machine by ``ray start`` (Ray's ``ray_current_cluster`` file), else none (a Ray
-    is started for the run). Ray itself is not imported."""
+    """Whether Ray is installed (its version) and which cluster ``--ray-address auto`` would
+    join: ``RAY_ADDRESS`` from the environment, else the cluster started on this machine by
+    ``ray start`` (Ray's ``ray_current_cluster`` file), else none. Without ``--ray-address``
+    a run always starts a Ray of its own. Ray itself is not imported."""
     import tempfile
     from importlib import metadata
     from pathlib import Path
@@ -211,7 +212,10 @@ class RayExecutor(Executor[Any, Any]):
                 "logging_level": "ERROR",
             }
             if self.address is None:
-                ray.init(num_cpus=self.workers, _node_ip_address=LOCAL_HOST, **common)
+                # "local": a new Ray even where RAY_ADDRESS or a `ray start` names a cluster
+                ray.init(
+                    address="local", num_cpus=self.workers, _node_ip_address=LOCAL_HOST, **common
+                )
                 self._started = True
             else:
                 ray.init(address=self.address, **common)
@@ -325,8 +329,9 @@ class RayExecutor(Executor[Any, Any]):
                         continue
                     slot.running -= 1
                     result, where = value
-                    if isinstance(result, Record):
-                        result.worker = {**where, "attempt": pending.attempts + 1}
+                    rec = result if isinstance(result, Record) else getattr(result, "record", None)
+                    if isinstance(rec, Record):  # a record, or a result that carries one
+                        rec.worker = {**where, "attempt": pending.attempts + 1}
                     yield result
         finally:  # done, failed or cancelled (Ctrl-C): nothing keeps running on the cluster
             for ref in list(owner):

@@ -396,12 +396,13 @@ class Consumer:
 
     def __init__(
         self,
-        store: RunStore,
+        store: RunStore | None,
         models: Models,
         evals: Mapping[str, Any],
         measures: Sequence[str] | None = None,
     ) -> None:
         self.store = store
+        """Where ``finish`` writes (None: a worker that only measures)."""
         self.models = models
         self.evals = evals
         self.measures = measures
@@ -411,6 +412,22 @@ class Consumer:
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
     def finish(self, p: Produced) -> Record:
+        """The unit's record, its audio written into the run folder."""
+        rec, audio = self.measure(p)
+        if audio is not None:
+            self.write(rec, audio)
+        return rec
+
+    def write(self, rec: Record, audio: Audio) -> None:
+        """Write a measured unit's audio where its record says (``output.audio_path``)."""
+        assert self.store is not None, "a measuring-only consumer has no run folder"
+        t0 = time.perf_counter()
+        write_wav(self.store.path / rec.output["audio_path"], audio)
+        self._tick("write_wav", t0)
+
+    def measure(self, p: Produced) -> tuple[Record, Audio | None]:
+        """The unit's record and the audio to write (None for an error record); nothing is
+        written, so a remote worker can measure and the driver write."""
         unit = p.unit
         if p.error is not None:
             rec = p.error
@@ -418,14 +435,11 @@ class Consumer:
             if p.load:
                 rec.timing.update({k: p.load[k] for k in ("load_s", "warmup_s") if k in p.load})
                 rec.output["system_info"] = p.load.get("system_info")
-            return rec
+            return rec, None
         assert p.audio is not None
         audio = p.audio
         item = unit.item
         rel = Path("audio") / system_slug(unit.system) / item_filename(item.id, unit.repeat)
-        t0 = time.perf_counter()
-        write_wav(self.store.path / rel, audio)
-        self._tick("write_wav", t0)
         output: dict[str, Any] = {
             "audio_path": rel.as_posix(),
             "sample_rate": int(audio.sr),
@@ -476,7 +490,7 @@ class Consumer:
             if p.load.get("warmup_error"):
                 rec.output["warmup_error"] = p.load["warmup_error"]
         rec.started_at, rec.ended_at = p.started_at, utc_now()
-        return rec
+        return rec, audio
 
 
 def _pipeline(

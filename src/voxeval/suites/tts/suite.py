@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from voxeval.core.errors import InputError, ManifestError
+from voxeval.core.execution import make_executor
 from voxeval.core.items import Item
 from voxeval.core.manifests import select_subset
 from voxeval.core.records import Record
@@ -128,6 +129,9 @@ def run_tts(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    executor: str = "thread",
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> RunStore:
     """Synthesize the item set with every system into ``out/<run_id>/`` and measure it.
 
@@ -138,6 +142,8 @@ def run_tts(
     ``study``: also export the run as a rating study (``RUN/study/``). ``pipeline``:
     synthesize on a second thread while the previous item is measured (False: one thread).
     ``limit``/``sample``/``seed``: a subset of the selected items (recorded in run.json).
+    ``executor``: ``thread`` (this process, with ``pipeline``) or a distributed one (``ray``:
+    ``workers`` actors per system, each synthesizing and measuring; the driver writes).
     """
     from voxeval.suites.tts.items import TTS_ITEMS_VERSION, load_item_set, to_item
 
@@ -172,6 +178,9 @@ def run_tts(
     )
     if subset:
         config["subset"] = subset
+    pool = (
+        None if executor == "thread" else make_executor(executor, workers, ray_address=ray_address)
+    )
     store, done, _ = RunStore.start_or_resume(Path(out), SUITE_NAME, config, core_items, resume)
     units = [
         Unit(item, spec, r)
@@ -182,30 +191,47 @@ def run_tts(
     ]
     t0 = time.perf_counter()
     try:
-        result = run_units(
-            store,
-            units,
-            Models(asr, judge),
-            evals,
-            timeout=timeout,
-            measures=measures,
-            on_start=on_start,
-            on_record=on_record,
-            pipeline=pipeline,
-        )
+        if pool is None:
+            result = run_units(
+                store,
+                units,
+                Models(asr, judge),
+                evals,
+                timeout=timeout,
+                measures=measures,
+                on_start=on_start,
+                on_record=on_record,
+                pipeline=pipeline,
+            )
+        else:
+            from voxeval.suites.tts.remote import run_units_on
+
+            result = run_units_on(
+                pool,
+                store,
+                units,
+                asr,
+                judge,
+                evals,
+                timeout=timeout,
+                measures=measures,
+                on_start=on_start,
+                on_record=on_record,
+            )
     finally:
+        if pool is not None:
+            pool.close()
         store.close()
-    _finish(
-        store,
-        result,
-        extra={
-            "execution": {
-                "timeout_s": timeout,
-                "pipeline": pipeline,
-                "wall_s": round(time.perf_counter() - t0, 3),
-            }
-        },
-    )
+    execution: dict[str, Any] = {
+        "timeout_s": timeout,
+        "executor": executor,
+        "wall_s": round(time.perf_counter() - t0, 3),
+    }
+    if pool is None:
+        execution["pipeline"] = pipeline
+    else:
+        execution.update(workers=workers, **pool.describe())
+    _finish(store, result, extra={"execution": execution})
     if study:
         from voxeval.suites.tts.study_export import export_study
 
