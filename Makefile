@@ -38,25 +38,27 @@ system-deps:
 system-deps-test: system-deps
 	$(call apt_install,chromium coturn pulseaudio pulseaudio-utils,the browser and TURN relay and sound loop tests skip)
 
+# --no-compile: no .pyc for the whole of torch and the rest at install (about 40 s on a fresh
+# checkout); Python compiles what is imported, once, on first import.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --no-compile --upgrade pip
 	# torch first, pinned to the local CPU wheel, so the `speaker` extra's range installs nothing more
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[all,speaker]'
+	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
+	$(BIN)/python -m pip install -q --no-compile -e '.[all,speaker]'
 	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
 	# setuptools); the maintained wheel provides the same module
-	$(BIN)/python -m pip install -q --force-reinstall --no-deps webrtcvad-wheels
+	$(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
 	touch $(STAMP)
 
 # The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[all,speaker,ray,dev]'
+	$(BIN)/python -m pip install -q --no-compile -e '.[all,speaker,ray,dev]'
 	touch $(DEV_STAMP)
 
 $(PIPECAT_STAMP): examples/pipecat_desk/requirements.txt pyproject.toml
 	test -x $(PIPECAT_VENV)/bin/python || $(PY) -m venv $(PIPECAT_VENV)
-	$(PIPECAT_VENV)/bin/python -m pip install -q -r examples/pipecat_desk/requirements.txt -e '.[faster-whisper,piper]'
+	$(PIPECAT_VENV)/bin/python -m pip install -q --no-compile -r examples/pipecat_desk/requirements.txt -e '.[faster-whisper,piper]'
 	touch $(PIPECAT_STAMP)
 
 pipecat-env: $(PIPECAT_STAMP)

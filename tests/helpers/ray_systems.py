@@ -19,3 +19,26 @@ def dies_on_long_audio(seconds: str = "5") -> Any:
         return "short"
 
     return transcribe
+
+
+def opened_files(watch: str) -> Any:
+    """A transcriber that reports how many files under the folders ``watch`` (comma-separated)
+    its process has opened so far, seen by an audit hook installed when it is built (before
+    any item reaches the worker): ``"opened:<n>"``."""
+    import sys
+
+    folders = tuple(w.rstrip("/") + "/" for w in watch.split(",") if w)
+    seen: list[str] = []
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open" and args and isinstance(args[0], str | bytes):
+            path = os.fsdecode(os.path.abspath(args[0]))
+            if path.startswith(folders):
+                seen.append(path)
+
+    sys.addaudithook(hook)
+
+    def transcribe(audio: np.ndarray, sample_rate: int) -> str:
+        return f"opened:{len(seen)}"
+
+    return transcribe

@@ -32,8 +32,15 @@ data_out_option = click.option(
 
 
 def executor_options(f: Any) -> Any:
-    """``--executor`` and ``--ray-address`` (one definition for every command that runs
-    items on workers)."""
+    """``--executor``, ``--ray-address`` and ``--ship-audio`` (one definition for every
+    command that runs items on workers)."""
+    f = click.option(
+        "--ship-audio",
+        is_flag=True,
+        help="Send each item's audio to the workers through the executor (Ray's object "
+        "store) instead of letting them open the manifest's paths: for a cluster that does "
+        "not share this machine's storage.",
+    )(f)
     f = click.option(
         "--ray-address",
         default=None,

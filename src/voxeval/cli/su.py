@@ -13,6 +13,7 @@ from voxeval.cli.common import (
     RunFlags,
     dry_run,
     executor_options,
+    fail_usage,
     finish_run,
     format_flags,
     manifest_option,
@@ -156,6 +157,7 @@ def run_cmd(
     workers: int,
     executor: str,
     ray_address: str | None,
+    ship_audio: bool,
     timeout: float,
     repeats: int,
     vocabulary: str,
@@ -166,6 +168,10 @@ def run_cmd(
     from voxeval.suites.su.run import check_systems, run_su
     from voxeval.suites.su.tasks import expand_tasks
 
+    if ship_audio:
+        fail_usage(
+            "--ship-audio: su run reads its pairs' audio on the workers (shared storage) for now"
+        )
     flags = RunFlags.pop(kwargs)
     check_systems(systems, expand_tasks(list(tasks)))
     source = read_source(manifest, flags)

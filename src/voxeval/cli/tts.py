@@ -113,10 +113,15 @@ def run_cmd(
     workers: int,
     executor: str,
     ray_address: str | None,
+    ship_audio: bool,
     max_failures: float | None,
     **kwargs: Any,
 ) -> None:
-    """Synthesize the item set with each system, measure every item, write the report."""
+    """Synthesize the item set with each system, measure every item, write the report.
+
+    (--ship-audio changes nothing here: the audio is made by the workers, and reaches the run
+    only through the driver.)"""
+    del ship_audio
     from voxeval.suites.tts.suite import run_tts
 
     flags = RunFlags.pop(kwargs)

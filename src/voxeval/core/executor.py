@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
@@ -43,13 +43,24 @@ class Executor(ABC, Generic[T, R]):
         *,
         lost: Callable[[Any, str], Any] | None = None,
         resources: Mapping[str, float] | None = None,
+        prepare: Callable[[Any], Any] | None = None,
     ) -> Iterator[Any]:
         """Yield ``worker(task)`` results in completion order.
+
+        ``prepare(task)``, when given, runs in the caller just before the task is handed to
+        a worker (the task sent is what it returns): the place to :meth:`share` an item's
+        audio, one task at a time, so a large manifest is never held in memory at once.
 
         ``lost(task, reason)`` stands in for the result of a task whose worker died more
         often than the executor retries (a distributed executor; local ones never lose a
         task). ``resources`` (``num_cpus``, ``num_gpus``) are what one worker needs where an
         executor places workers (Ray); local executors ignore them."""
+
+    def share(self, value: Any) -> Any:
+        """``value`` as a task should carry it to a worker: itself for local executors; a
+        handle in the cluster's object store for a distributed one (a worker reads it back
+        with ``core.ray_executor.fetch``)."""
+        return value
 
     def close(self) -> None:
         """Release what the executor holds between calls (a Ray connection); idempotent."""
@@ -69,12 +80,17 @@ class SerialExecutor(Executor[Any, Any]):
     """Everything in the calling thread (debugging, deterministic order)."""
 
     def map_unordered(
-        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+        self,
+        make_worker: WorkerFactory,
+        tasks: Sequence[Any],
+        *,
+        prepare: Callable[[Any], Any] | None = None,
+        **_: Any,
     ) -> Iterator[Any]:
         if not tasks:
             return
         worker = make_worker()
-        for task in tasks:
+        for task in _prepared(tasks, prepare):
             yield worker(task)
 
 
@@ -98,16 +114,24 @@ class ThreadExecutor(Executor[Any, Any]):
     """
 
     def map_unordered(
-        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+        self,
+        make_worker: WorkerFactory,
+        tasks: Sequence[Any],
+        *,
+        prepare: Callable[[Any], Any] | None = None,
+        **_: Any,
     ) -> Iterator[Any]:
         if not tasks:
             return
         if self.workers == 1:
-            yield from SerialExecutor().map_unordered(make_worker, tasks)
+            yield from SerialExecutor().map_unordered(make_worker, tasks, prepare=prepare)
             return
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="voxeval") as pool:
             yield from _drain(
-                pool, lambda t: pool.submit(_thread_call, make_worker, t), tasks, self.workers
+                pool,
+                lambda t: pool.submit(_thread_call, make_worker, t),
+                _prepared(tasks, prepare),
+                self.workers,
             )
 
 
@@ -131,7 +155,12 @@ class ProcessExecutor(Executor[Any, Any]):
     in its model load."""
 
     def map_unordered(
-        self, make_worker: WorkerFactory, tasks: Sequence[Any], **_: Any
+        self,
+        make_worker: WorkerFactory,
+        tasks: Sequence[Any],
+        *,
+        prepare: Callable[[Any], Any] | None = None,
+        **_: Any,
     ) -> Iterator[Any]:
         if not tasks:
             return
@@ -143,11 +172,21 @@ class ProcessExecutor(Executor[Any, Any]):
             initializer=_process_init,
             initargs=(make_worker,),
         ) as pool:
-            yield from _drain(pool, lambda t: pool.submit(_process_call, t), tasks, self.workers)
+            yield from _drain(
+                pool,
+                lambda t: pool.submit(_process_call, t),
+                _prepared(tasks, prepare),
+                self.workers,
+            )
+
+
+def _prepared(tasks: Iterable[Any], prepare: Callable[[Any], Any] | None) -> Iterator[Any]:
+    """The tasks, each passed through ``prepare`` as it is taken."""
+    return iter(tasks) if prepare is None else (prepare(t) for t in tasks)
 
 
 def _drain(
-    pool: Any, submit: Callable[[Any], Future[Any]], tasks: Sequence[Any], workers: int
+    pool: Any, submit: Callable[[Any], Future[Any]], tasks: Iterable[Any], workers: int
 ) -> Iterator[Any]:
     """Keep at most ``2 * workers`` tasks in flight so results stream out as they finish."""
     pending: set[Future[Any]] = set()

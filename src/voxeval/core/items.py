@@ -152,8 +152,30 @@ DURATION_TOLERANCE_S = 0.1
 """A file may be this much (plus 1 %) shorter than its manifest ``duration``."""
 
 
-def load_item_audio(item: Item, sr: int | None = 16_000) -> Audio:
-    """The item's audio: its file, its segment of a longer file, or its cell of a table file.
+def item_audio_bytes(item: Item) -> bytes:
+    """The encoded audio an item points at, as stored: its whole file, or its table cell
+    (what a driver ships to workers that do not share its storage)."""
+    if not item.audio_filepath:
+        raise AudioError(f"item {item.id!r} has no audio_filepath", kind="input")
+    if item.audio_row is not None:
+        from voxeval.core.tables import read_audio_cell
+
+        data = read_audio_cell(item.audio_filepath, item.audio_row, item.audio_column or "audio")
+        if not isinstance(data, str):
+            return bytes(data)
+        path = data
+    else:
+        path = item.audio_filepath
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise AudioError(f"{path}: {exc.strerror or exc}", kind="missing") from None
+
+
+def load_item_audio(item: Item, sr: int | None = 16_000, data: bytes | None = None) -> Audio:
+    """The item's audio: its file, its segment of a longer file, or its cell of a table file;
+    or, given ``data`` (:func:`item_audio_bytes`), decoded from those bytes without opening
+    anything.
 
     A file shorter than the manifest's ``duration`` (beyond 0.1 s + 1 %) is ``truncated``,
     never scored as if it were complete.
@@ -162,16 +184,20 @@ def load_item_audio(item: Item, sr: int | None = 16_000) -> Audio:
 
     if not item.audio_filepath:
         raise AudioError(f"item {item.id!r} has no audio_filepath", kind="input")
-    if item.audio_row is not None:
+    if data is not None:
+        audio = decode_audio_bytes(
+            data, sr, where=item.audio_filepath, offset=item.offset, duration=_span(item)
+        )
+    elif item.audio_row is not None:
         from voxeval.core.tables import read_audio_cell
 
-        data = read_audio_cell(item.audio_filepath, item.audio_row, item.audio_column or "audio")
+        cell = read_audio_cell(item.audio_filepath, item.audio_row, item.audio_column or "audio")
         where = f"{item.audio_filepath} row {item.audio_row}"
-        if isinstance(data, str):  # the cell names a file instead of holding its bytes
-            audio = load_audio(data, sr, offset=item.offset, duration=_span(item))
+        if isinstance(cell, str):  # the cell names a file instead of holding its bytes
+            audio = load_audio(cell, sr, offset=item.offset, duration=_span(item))
         else:
             audio = decode_audio_bytes(
-                data, sr, where=where, offset=item.offset, duration=_span(item)
+                cell, sr, where=where, offset=item.offset, duration=_span(item)
             )
     else:
         audio = load_audio(item.audio_filepath, sr, offset=item.offset, duration=_span(item))

@@ -119,6 +119,16 @@ def is_remote(address: str | None) -> bool:
     return host not in ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
+def fetch(value: Any) -> Any:
+    """What :meth:`Executor.share` handed a task: the object behind a Ray ref, else
+    ``value`` itself."""
+    if type(value).__name__ == "ObjectRef" and type(value).__module__.startswith("ray"):
+        import ray
+
+        return ray.get(value)
+    return value
+
+
 def node_id() -> str:
     """The Ray node id of the calling worker ("" outside Ray)."""
     try:
@@ -156,6 +166,7 @@ class _Pending:
     task: Any
     attempts: int = 0
     reasons: list[str] = field(default_factory=list)
+    prepared: bool = False
 
 
 def _death_errors() -> tuple[type[BaseException], ...]:
@@ -195,12 +206,15 @@ class RayExecutor(Executor[Any, Any]):
         self.start_timeout = start_timeout
         """Seconds with tasks waiting, none running and no actor ready before giving up."""
         self._started = False
+        self._connected = False
         self.cluster: dict[str, Any] = {}
         """What the driver joined: address, Ray version, nodes seen (after first use)."""
 
     # -- connection ----------------------------------------------------------------------
     def connect(self) -> None:
         """Join the cluster at ``address`` or start a local Ray for the run on 127.0.0.1."""
+        if self._connected:
+            return
         if not is_remote(self.address):
             _keep_to_loopback()
         import ray
@@ -226,9 +240,17 @@ class RayExecutor(Executor[Any, Any]):
             "nodes": len(alive),
             "cpus": ray.cluster_resources().get("CPU", 0.0),
         }
+        self._connected = True
 
     def describe(self) -> dict[str, Any]:
         return {"ray": dict(self.cluster)} if self.cluster else {}
+
+    def share(self, value: Any) -> Any:
+        """``value`` in Ray's object store (the driver connects first); tasks carry the ref."""
+        self.connect()
+        import ray
+
+        return ray.put(value)
 
     def close(self) -> None:
         """Stop the Ray this executor started (a joined cluster is only left)."""
@@ -239,6 +261,7 @@ class RayExecutor(Executor[Any, Any]):
         if ray.is_initialized() and self._started:
             ray.shutdown()
             self._started = False
+        self._connected = False
 
     # -- work ----------------------------------------------------------------------------
     def map_unordered(
@@ -248,6 +271,7 @@ class RayExecutor(Executor[Any, Any]):
         *,
         lost: Callable[[Any, str], Any] | None = None,
         resources: Mapping[str, float] | None = None,
+        prepare: Callable[[Any], Any] | None = None,
     ) -> Iterator[Any]:
         if not tasks:
             return
@@ -286,6 +310,8 @@ class RayExecutor(Executor[Any, Any]):
                         and slot.running < IN_FLIGHT_PER_WORKER
                     ):
                         nxt = queue.popleft()
+                        if prepare is not None and not nxt.prepared:  # a retry keeps its own
+                            nxt.task, nxt.prepared = prepare(nxt.task), True
                         slot.running += 1
                         owner[slot.handle.run.remote(nxt.task)] = (slot, nxt)
                 if not owner:  # tasks left and no actor alive or starting

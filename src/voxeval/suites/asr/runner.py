@@ -20,7 +20,8 @@ from voxeval.core.audio import TARGET_SR
 from voxeval.core.errors import SystemOutputError, VoxevalError
 from voxeval.core.execution import make_executor
 from voxeval.core.executor import CallTimedOut, Executor, call_with_timeout
-from voxeval.core.items import Item, load_item_audio
+from voxeval.core.items import Item, item_audio_bytes, load_item_audio
+from voxeval.core.ray_executor import fetch
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
@@ -35,6 +36,9 @@ DEFAULT_TIMEOUT_S = 600.0
 class Task:
     item: Item
     repeat: int
+    audio: Any = None
+    """The item's encoded audio as the executor shares it (``--ship-audio``), else None: the
+    worker opens the item's file itself."""
 
 
 class TranscribeWorker:
@@ -97,7 +101,8 @@ class TranscribeWorker:
             )
         wall0 = time.perf_counter()
         try:
-            audio = load_item_audio(item, TARGET_SR)
+            shipped = None if task.audio is None else fetch(task.audio)
+            audio = load_item_audio(item, TARGET_SR, data=shipped)
         except VoxevalError as exc:
             return error_record(item.id, self.key, task.repeat, exc.kind, str(exc))
         self._ensure_loaded()
@@ -150,6 +155,20 @@ class TranscribeWorker:
         return rec
 
 
+def _shipper(ex: Executor[Any, Any]) -> Callable[[Task], Task]:
+    """``prepare`` for ``--ship-audio``: the task with its item's audio bytes shared (an
+    unreadable file is left to the worker, whose error record then names it)."""
+
+    def ship(task: Task) -> Task:
+        try:
+            data = item_audio_bytes(task.item)
+        except VoxevalError:
+            return task
+        return Task(task.item, task.repeat, ex.share(data))
+
+    return ship
+
+
 def _lost(key: str) -> Callable[[Task, str], Record]:
     """The record of a task a distributed executor gave up on (its worker kept dying)."""
 
@@ -169,6 +188,7 @@ def run_systems(
     workers: int = 1,
     executor: str | Executor[Any, Any] = "thread",
     ray_address: str | None = None,
+    ship_audio: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     done: set[tuple[str, str, int]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
@@ -179,7 +199,9 @@ def run_systems(
     ``done`` holds keys already in the store (``--resume``): they are not redone.
     ``executor``: a kind (``make_executor``) or an executor the caller opened and closes;
     ``ray`` runs the workers as Ray actors (``ray_address``, else a Ray started for the run),
-    each with the ``num_cpus``/``num_gpus`` of its system's spec.
+    each with the ``num_cpus``/``num_gpus`` of its system's spec. ``ship_audio``: the driver
+    reads each item's audio and hands it over through the executor (Ray's object store), so
+    workers open no file of the manifest's.
     Returns per-system load information (load and warm-up seconds, ``describe()``).
     """
     done = done or set()
@@ -209,7 +231,11 @@ def run_systems(
             loads: list[float] = []
             factory = functools.partial(TranscribeWorker, spec, normalizer, timeout)  # picklable
             results = ex.map_unordered(
-                factory, tasks, lost=_lost(key), resources=spec_resources(spec)
+                factory,
+                tasks,
+                lost=_lost(key),
+                resources=spec_resources(spec),
+                prepare=_shipper(ex) if ship_audio else None,
             )
             for rec in results:
                 if "load_s" in rec.timing:

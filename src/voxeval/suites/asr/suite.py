@@ -44,6 +44,7 @@ def run_asr(
     workers: int = 1,
     executor: str = "thread",
     ray_address: str | None = None,
+    ship_audio: bool = False,
     timeout: float | None = 600.0,
     resume: bool = False,
     on_start: Callable[[str, int], None] | None = None,
@@ -72,6 +73,7 @@ def run_asr(
             repeats=repeats,
             workers=workers,
             executor=pool,
+            ship_audio=ship_audio,
             timeout=timeout,
             done=done,
             on_start=on_start,
@@ -92,6 +94,7 @@ def run_asr(
             "workers": workers,
             "executor": executor,
             "timeout_s": timeout,
+            "ship_audio": ship_audio,
             **pool.describe(),
         },
     )
