@@ -152,13 +152,15 @@ def test_a_node_killed_mid_run_loses_nothing_and_records_nothing_twice(
 def test_an_item_that_kills_every_worker_is_an_error_record_and_the_run_goes_on(
     cluster: RayCluster, manifest: Path, tmp_path: Path
 ) -> None:
+    """Only the item an actor was running when it died is charged the death: the short items
+    queued behind the long ones (two in flight per actor) are never lost with them."""
     from voxeval.suites.asr.suite import run_asr
 
     store = run_asr(
         manifest,
         ["python:tests.helpers.ray_systems:dies_on_long_audio"],
         tmp_path,
-        workers=2,
+        workers=1,  # one actor: a short item is always queued behind a long one
         executor="ray",
         ray_address=cluster.address,
         write_reports=False,

@@ -8,9 +8,11 @@ as the workers, on a cluster or on a Ray started for the run.
 - **Backpressure**: at most ``IN_FLIGHT_PER_WORKER`` tasks per ready actor are submitted;
   the rest wait in the driver. Results stream back in completion order and the caller (the
   suite's runner, in the driver) alone writes them.
-- **Faults**: a task whose actor dies (a killed process, a node that left) goes back to the
-  front of the queue and runs on another actor, at most ``max_retries`` times; after that
-  ``lost(task, reason)`` stands in for its result. A dead actor is replaced, and the
+- **Faults**: when an actor dies (a killed process, a node that left), the task it was
+  running is charged an attempt and goes back to the front of the queue with the tasks
+  queued behind it (those are not charged); it runs on another actor at most
+  ``max_retries`` more times, and after that ``lost(task, reason)`` stands in for its
+  result. A dead actor is replaced, and the
   replacement takes tasks once its ``make_worker`` has run (actors that die before that are
   replaced a bounded number of times). A result the
   driver never received is never counted, so nothing is recorded twice.
@@ -154,19 +156,21 @@ class _Host:
 
 
 @dataclass
-class _Slot:
-    handle: Any
-    ready: bool = False
-    dead: bool = False
-    running: int = 0
-
-
-@dataclass
 class _Pending:
     task: Any
     attempts: int = 0
     reasons: list[str] = field(default_factory=list)
     prepared: bool = False
+
+
+@dataclass
+class _Slot:
+    handle: Any
+    ready: bool = False
+    dead: bool = False
+    inflight: list[tuple[Any, _Pending]] = field(default_factory=list)
+    """Refs and tasks submitted and not yet back, in submission order: the actor runs them
+    one at a time in that order, so the first is the one running."""
 
 
 def _death_errors() -> tuple[type[BaseException], ...]:
@@ -307,13 +311,14 @@ class RayExecutor(Executor[Any, Any]):
                         slot.ready
                         and not slot.dead
                         and queue
-                        and slot.running < IN_FLIGHT_PER_WORKER
+                        and len(slot.inflight) < IN_FLIGHT_PER_WORKER
                     ):
                         nxt = queue.popleft()
                         if prepare is not None and not nxt.prepared:  # a retry keeps its own
                             nxt.task, nxt.prepared = prepare(nxt.task), True
-                        slot.running += 1
-                        owner[slot.handle.run.remote(nxt.task)] = (slot, nxt)
+                        ref = slot.handle.run.remote(nxt.task)
+                        slot.inflight.append((ref, nxt))
+                        owner[ref] = (slot, nxt)
                 if not owner:  # tasks left and no actor alive or starting
                     while queue:
                         yield self._give_up(queue.popleft(), "no Ray worker left to run it", lost)
@@ -330,30 +335,37 @@ class RayExecutor(Executor[Any, Any]):
                         yield self._give_up(queue.popleft(), reason, lost)
                     return
                 for ref in done:
+                    if ref not in owner:  # its actor's death was handled already
+                        continue
                     slot, pending = owner.pop(ref)
                     try:
                         value = ray.get(ref)
                     except deaths as exc:
                         why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-                        if not slot.dead:  # replace the actor; its other tasks fail too
-                            slot.dead = True
-                            ray.kill(slot.handle, no_restart=True)
-                            if not slot.ready:
-                                failed_starts += 1
-                            if failed_starts <= start_budget:
-                                spawn()
-                        if pending is not None:
-                            pending.attempts += 1
-                            pending.reasons.append(why)
-                            if pending.attempts > self.max_retries:
-                                yield self._give_up(pending, why, lost)
-                            else:
-                                queue.appendleft(pending)
+                        slot.dead = True
+                        ray.kill(slot.handle, no_restart=True)
+                        if not slot.ready:
+                            failed_starts += 1
+                        if failed_starts <= start_budget:
+                            spawn()  # the replacement
+                        # the task that was running is charged an attempt; those queued
+                        # behind it on the same actor go back to the queue as they were
+                        held = slot.inflight or ([(ref, pending)] if pending else [])
+                        slot.inflight = []
+                        for k, (other, task) in reversed(list(enumerate(held))):
+                            owner.pop(other, None)
+                            if k == 0:
+                                task.attempts += 1
+                                task.reasons.append(why)
+                                if task.attempts > self.max_retries:
+                                    yield self._give_up(task, why, lost)
+                                    continue
+                            queue.appendleft(task)
                         continue
                     if pending is None:
                         slot.ready = True
                         continue
-                    slot.running -= 1
+                    slot.inflight = [(r, p) for r, p in slot.inflight if r != ref]
                     result, where = value
                     rec = result if isinstance(result, Record) else getattr(result, "record", None)
                     if isinstance(rec, Record):  # a record, or a result that carries one
