@@ -323,7 +323,10 @@ class RayExecutor(Executor[Any, Any]):
                     while queue:
                         yield self._give_up(queue.popleft(), "no Ray worker left to run it", lost)
                     return
-                done, _ = ray.wait(list(owner), num_returns=1, timeout=_WAIT_S)
+                done, rest = ray.wait(list(owner), num_returns=1, timeout=_WAIT_S)
+                if done and rest:  # take every result already back in this one pass
+                    more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                    done += more
                 busy = any(p is not None for _, p in owner.values())
                 waited = 0.0 if done or busy else waited + _WAIT_S
                 if waited >= self.start_timeout:  # only actors that never start
