@@ -20,7 +20,14 @@ from voxeval.core.executor import Executor
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import RunStore
 from voxeval.core.specs import spec_resources
-from voxeval.suites.tts.runner import Consumer, Models, SynthSlot, Unit, read_unit_audio
+from voxeval.suites.tts.runner import (
+    Consumer,
+    Models,
+    SynthSlot,
+    Unit,
+    note_load,
+    read_unit_audio,
+)
 
 
 @dataclass
@@ -126,11 +133,7 @@ def run_units_on(
             compute = rec.timing.get("compute_s")
             if compute is not None:
                 si["compute_s"] = round(si["compute_s"] + compute, 6)
-            if "load_s" in rec.timing:
-                si["loads"] += 1
-                si.setdefault("load_s", rec.timing["load_s"])
-                si.setdefault("warmup_s", rec.timing.get("warmup_s"))
-                si.setdefault("describe", rec.output.get("system_info"))
+            note_load(si, rec)
             store.append(rec)
             if on_record:
                 on_record(rec)

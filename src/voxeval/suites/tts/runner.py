@@ -538,6 +538,16 @@ def _pipeline(
         stop.set()
 
 
+def note_load(system_info: dict[str, Any], rec: Record) -> None:
+    """Count a (re)load the record reports (``timing.load_s`` on the first record after each
+    load) into the system's ``run.json`` entry; the first load's figures are kept."""
+    if "load_s" in rec.timing:
+        system_info["loads"] += 1
+        system_info.setdefault("load_s", rec.timing["load_s"])
+        system_info.setdefault("warmup_s", rec.timing.get("warmup_s"))
+        system_info.setdefault("describe", rec.output.get("system_info"))
+
+
 def run_units(
     store: RunStore,
     units: Sequence[Unit],
@@ -594,11 +604,7 @@ def run_units(
         if p.compute_s is not None:
             si["compute_s"] = round(si["compute_s"] + p.compute_s, 6)
             synth_total += p.compute_s
-        if "load_s" in rec.timing:
-            si["loads"] += 1
-            si.setdefault("load_s", rec.timing["load_s"])
-            si.setdefault("warmup_s", rec.timing.get("warmup_s"))
-            si.setdefault("describe", rec.output.get("system_info"))
+        note_load(si, rec)
         store.append(rec)
         if on_record:
             on_record(rec)
@@ -619,6 +625,7 @@ __all__ = [
     "Models",
     "Unit",
     "item_filename",
+    "note_load",
     "run_units",
     "system_slug",
 ]
