@@ -69,7 +69,9 @@ def test_the_capture_is_the_played_speech_at_the_loops_latency(server: PulseServ
     good = [w for w in rows if w.correlation > 0.8 and abs(w.lag_ms) < 10]
     assert len(good) >= len(rows) - 1, rows
     assert abs(float(np.median([w.lag_ms for w in rows]))) < 10, rows
-    assert float(np.median([w.correlation for w in rows])) > 0.95, rows
+    # median 0.99 on a quiet machine, 0.93 seen under the full suite's load; unrelated audio
+    # correlates near 0 (the L3 check asks 0.5)
+    assert float(np.median([w.correlation for w in rows])) > 0.85, rows
     assert not any(w.copied for w in rows)  # the loop resamples: never a bit-exact copy
     # ``heard`` is the capture at that time (placed by the reads so far: within 5 ms)
     at = cap.sample_at(mid - 300_000_000)
