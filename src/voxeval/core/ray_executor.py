@@ -159,7 +159,6 @@ class _Host:
 class _Pending:
     task: Any
     attempts: int = 0
-    reasons: list[str] = field(default_factory=list)
     prepared: bool = False
 
 
@@ -359,7 +358,6 @@ class RayExecutor(Executor[Any, Any]):
                             owner.pop(other, None)
                             if k == 0:
                                 task.attempts += 1
-                                task.reasons.append(why)
                                 if task.attempts > self.max_retries:
                                     yield self._give_up(task, why, lost)
                                     continue
