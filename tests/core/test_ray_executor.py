@@ -313,6 +313,52 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
     assert thresholds[0]["resemblyzer"]["thresholds"] == thresholds[1]["resemblyzer"]["thresholds"]
 
 
+def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The offline cascade (faster-whisper, rules, piper) answering a natural and a scripted
+    scenario (two earlier turns played first) from the audio and from the transcript: two
+    actors give this process's records (all but the wall-clock first-audio time) and
+    byte-identical answer WAVs, written by the driver."""
+    from tests.reference.test_fault_injection import _needs_speech_stack
+    from voxeval.suites.sts.runner import run_sts
+
+    _needs_speech_stack()
+    spec = "reference-sts:prosody_aware"
+    args = dict(
+        only=["parcel-eu", "parcel-ea", "head-eu", "head-ea"],
+        cache_dir=tmp_path / "cache",
+        write_reports=False,
+    )
+    local = run_sts([spec], tmp_path / "local", **args)  # type: ignore[arg-type]
+    remote = run_sts(
+        [spec],
+        tmp_path / "ray",
+        executor="ray",
+        workers=2,
+        ray_address=cluster.address,
+        **args,  # type: ignore[arg-type]
+    )
+    mine = {r.key: r for r in local.load_records().records}
+    theirs = {r.key: r for r in remote.load_records().records}
+    assert set(mine) == set(theirs) and len(mine) == 8  # 4 items x (ao, to)
+
+    def same(r: Record) -> dict[str, object]:
+        return {k: v for k, v in r.metrics.items() if k != "first_audio_ms"}
+
+    for key, r in theirs.items():
+        assert r.status == mine[key].status == "ok", r.error
+        assert r.output == mine[key].output and same(r) == same(mine[key])
+        assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
+        wav = r.output["audio_path"]
+        assert (remote.path / wav).read_bytes() == (local.path / wav).read_bytes()
+    said = {r.id: r.output["text"] for r in mine.values()}
+    assert said["head-eu#ao"] != said["parcel-eu#ao"]  # two dialogues, not one answer
+    info = json.loads((remote.path / "run.json").read_text())
+    assert info["execution"]["executor"] == "ray" and info["execution"]["workers"] == 2
+    assert info["systems"][spec]["system_info"] == local.info()["systems"][spec]["system_info"]
+
+
 def test_with_ship_audio_workers_open_no_file_of_the_manifest_or_the_run(
     cluster: RayCluster, manifest: Path, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ import click
 
 from voxeval.cli.common import (
     RunFlags,
+    executor_options,
     finish_run,
     max_failures_option,
     output_flags,
@@ -96,7 +97,8 @@ def items_cmd(only: tuple[str, ...]) -> None:
     default=1,
     show_default=True,
     type=click.IntRange(1, 64),
-    help="Dialogues (scenario x mode) answered side by side.",
+    help="Dialogues (scenario x mode) answered side by side (--executor ray: actors per "
+    "system, each with its own copy of the system).",
 )
 @click.option(
     "--timeout",
@@ -105,6 +107,7 @@ def items_cmd(only: tuple[str, ...]) -> None:
     type=float,
     help="Seconds per answer (0: no limit).",
 )
+@executor_options
 @output_flags
 @max_failures_option
 def run_cmd(
@@ -120,11 +123,18 @@ def run_cmd(
     resume: bool,
     workers: int,
     timeout: float,
+    executor: str,
+    ray_address: str | None,
+    ship_audio: bool,
     max_failures: float | None,
     **kwargs: Any,
 ) -> None:
     """Every item to every system, from the audio and from the transcript; writes the
-    report (AO - TO per dimension, scenario type and stressor)."""
+    report (AO - TO per dimension, scenario type and stressor).
+
+    (--ship-audio changes nothing here: the rendered turns always travel with their dialogue
+    and the answers reach the run only through the driver.)"""
+    del ship_audio
     from voxeval.suites.sts.runner import run_sts
 
     flags = RunFlags.pop(kwargs)
@@ -140,6 +150,8 @@ def run_cmd(
             judge=judge,
             proxies=proxies,
             workers=workers,
+            executor=executor,
+            ray_address=ray_address,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

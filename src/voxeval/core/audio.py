@@ -248,6 +248,17 @@ def write_wav(path: str | Path, audio: Audio) -> None:
     sf.write(str(path), np.clip(audio.samples, -1.0, 1.0), audio.sr, subtype="PCM_16")
 
 
+def wav_bytes(audio: Audio) -> bytes:
+    """The file :func:`write_wav` writes, in memory."""
+    import io
+
+    import soundfile as sf
+
+    buf = io.BytesIO()
+    sf.write(buf, np.clip(audio.samples, -1.0, 1.0), audio.sr, subtype="PCM_16", format="WAV")
+    return buf.getvalue()
+
+
 def rms_dbfs(samples: np.ndarray) -> float:
     """Root-mean-square level in dBFS (full scale sine = -3 dBFS); -inf for silence."""
     if samples.size == 0:

@@ -16,8 +16,8 @@ as the workers, on a cluster or on a Ray started for the run.
   replacement takes tasks once its ``make_worker`` has run (actors that die before that are
   replaced a bounded number of times). A result the
   driver never received is never counted, so nothing is recorded twice.
-- **Where**: a :class:`~voxeval.core.records.Record` result (or a result whose ``record``
-  is one) gets ``worker = {"executor": "ray", "node": <node id>, "pid": <pid>, "attempt":
+- **Where**: a :class:`~voxeval.core.records.Record` result (or each record a result
+  carries as ``record`` or ``records``) gets ``worker = {"executor": "ray", "node": <node id>, "pid": <pid>, "attempt":
   <1 + retries>}``.
 
 Ray is an optional extra (``pip install 'voxeval[ray]'``); it is imported only here and only
@@ -46,6 +46,17 @@ INSTALL_HINT = "pip install 'voxeval[ray]'"
 LOCAL_HOST = "127.0.0.1"
 _SINGLE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]*|\[[0-9A-Fa-f:]+\]")
+
+
+def _records_of(result: Any) -> list[Record]:
+    """The records a result is or carries (``record``, ``records``)."""
+    if isinstance(result, Record):
+        return [result]
+    one = getattr(result, "record", None)
+    if isinstance(one, Record):
+        return [one]
+    many = getattr(result, "records", None)
+    return [r for r in many if isinstance(r, Record)] if isinstance(many, list) else []
 
 
 def ray_unavailable() -> str | None:
@@ -368,8 +379,7 @@ class RayExecutor(Executor[Any, Any]):
                         continue
                     slot.inflight = [(r, p) for r, p in slot.inflight if r != ref]
                     result, where = value
-                    rec = result if isinstance(result, Record) else getattr(result, "record", None)
-                    if isinstance(rec, Record):  # a record, or a result that carries one
+                    for rec in _records_of(result):
                         rec.worker = {**where, "attempt": pending.attempts + 1}
                     yield result
         finally:  # done, failed or cancelled (Ctrl-C): nothing keeps running on the cluster
