@@ -17,6 +17,7 @@ from voxeval.cli.common import (
     RunFlags,
     audio_flags,
     dry_run,
+    executor_options,
     finish_run,
     max_failures_option,
     output_flags,
@@ -282,6 +283,16 @@ def render_cmd(
     help="Bundles: continue the newest run under OUT with the same bundles and settings; "
     "bundles already scored there are kept.",
 )
+@click.option(
+    "--workers",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Bundles with --executor ray: bundles scored side by side, one per actor (local "
+    "runs score one at a time).",
+)
+@executor_options
 @results_out_option
 @audio_flags
 @output_flags
@@ -301,6 +312,10 @@ def score_cmd(
     transcripts: str | None,
     baseline: Path | None,
     resume: bool,
+    workers: int,
+    executor: str,
+    ray_address: str | None,
+    ship_audio: bool,
     out: Path,
     max_failures: float | None,
     **kwargs: Any,
@@ -327,7 +342,16 @@ def score_cmd(
         "--transcripts": transcripts is not None,
         "--baseline": baseline is not None,
         "--resume": resume,
+        "--executor": executor != "thread",
+        "--ray-address": ray_address is not None,
     }
+    if ship_audio:
+        click.echo(
+            "error: --ship-audio: duplex score reads the bundles on the workers (shared "
+            "storage) for now",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
     if bundles and (stereo or user or agent):
         click.echo("error: give bundle folders or --stereo/--user/--agent, not both", err=True)
         sys.exit(EXIT_USAGE)
@@ -395,6 +419,9 @@ def score_cmd(
             on_record=lambda rec: progress.advance(task),
             resume=resume,
             on_plan=lambda n: progress.update(task, total=n),
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
         )
     records = store.load_records().records
     broken = [r for r in records if r.status != "ok"]
@@ -645,6 +672,16 @@ def gate_cmd(
     "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
     "run after each session; its JSON becomes final-state.json.",
 )
+@click.option(
+    "--workers",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="With --executor ray: sessions side by side, one per actor (a real-clock session "
+    "gets a whole CPU). Local runs play one session at a time.",
+)
+@executor_options
 @subset_flags(seed=False)
 @output_flags
 @max_failures_option
@@ -665,6 +702,10 @@ def run_cmd(
     matrix: Path | None,
     seed: int,
     state_probe: str | None,
+    workers: int,
+    executor: str,
+    ray_address: str | None,
+    ship_audio: bool,
     max_failures: float | None,
     **kwargs: Any,
 ) -> None:
@@ -731,6 +772,10 @@ def run_cmd(
                 matrix=matrix_doc,
                 matrix_source=str(matrix) if matrix is not None else "example",
                 loop=loop,
+                executor=executor,
+                workers=workers,
+                ray_address=ray_address,
+                ship_audio=ship_audio,
                 on_plan=lambda n: progress.update(task, total=n),
                 on_record=lambda rec: progress.update(
                     task, advance=1, status=f"{rec.id} {rec.status}"

@@ -16,21 +16,29 @@ the reason; the next session runs either way.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import time
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
+from voxeval.contracts.duplex.manifest import Provenance
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
+from voxeval.core.executor import Executor, ThreadExecutor
 from voxeval.core.items import Item, file_sha256
-from voxeval.core.records import Record, error_record
+from voxeval.core.records import Record
 from voxeval.core.runstore import RunStore, utc_now
-from voxeval.suites.duplex.live.session import SessionConfig, run_session
+from voxeval.core.shipped import RUN_FOLDER, rebase, write_tree
+from voxeval.suites.duplex.live.session import SessionConfig
+from voxeval.suites.duplex.live.sessions import (
+    SelfCheckPlan,
+    SessionDone,
+    SessionTask,
+    SessionWorker,
+    lost_session,
+)
 
 __all__ = ["AgentFactory", "build_agent_factory", "run_scenarios", "select_scenarios"]
 
@@ -129,6 +137,10 @@ def run_scenarios(
     matrix: AcceptanceMatrix | None = None,
     matrix_source: str | None = None,
     loop: str = "none",
+    executor: str = "thread",
+    workers: int = 1,
+    ray_address: str | None = None,
+    ship_audio: bool = False,
 ) -> RunStore:
     """Run every scenario ``repeat`` times against ``agent`` (one spec, or several: each is
     a system of the run) into ``out/<run_id>/``.
@@ -157,9 +169,17 @@ def run_scenarios(
     latency with a loopback echo agent on the run's transports and clock, and after them pools
     the sessions' frame pacing error (``selfcheck``); both go to ``run.json``
     (``self_check``) and the report. A failing self-check is recorded there, never fatal.
+
+    ``executor``: ``thread`` (default: the sessions one after another in this process) or a
+    distributed one (``ray``: ``workers`` actors, one session each at a time, agents built
+    from their specs on the workers, which also measure the self-check; bundles come back to
+    this process, which alone writes the run: ``sessions.py``). ``ship_audio``: the
+    scenarios are rendered here and their segments sent with the tasks (else the workers
+    render them, with the render cache on shared storage). A distributed run takes no sound
+    loop and no ``factory``; an agent on 127.0.0.1 with a remote ``ray_address`` is an
+    ``InputError``.
     """
-    from voxeval.suites.duplex.evidence.bundle_io import BundleRef
-    from voxeval.suites.duplex.scoring.score_run import score_ref, scoring_config
+    from voxeval.suites.duplex.scoring.score_run import scoring_config
 
     agents = [agent] if isinstance(agent, str) else list(dict.fromkeys(agent))
     if not agents:
@@ -174,6 +194,20 @@ def run_scenarios(
     if loop != "none" and clock != "real":
         raise InputError("a sound loop runs on the real clock only (--clock real)")
     routes = [route] if isinstance(route, str) else list(dict.fromkeys(route))
+    pool: Executor[Any, Any] | None = None
+    if executor != "thread":
+        if loop != "none":
+            raise InputError(
+                f"--loop {loop} plays the sessions on this machine's sound server: "
+                "run it with the thread executor"
+            )
+        if factory is not None:
+            raise InputError("a distributed run builds its agents from their specs (no factory)")
+        from voxeval.core.ray_executor import check_address
+
+        _check_agents_reachable(agents, check_address(ray_address))
+    elif ship_audio:
+        raise InputError("--ship-audio needs a distributed executor (--executor ray)")
     factories: dict[tuple[str, str], AgentFactory] = {}
     infos: dict[str, dict[str, Any]] = {}
     for a in agents:
@@ -217,6 +251,10 @@ def run_scenarios(
         )
         for sc, path in scenarios
     ]
+    if executor != "thread":
+        from voxeval.core.execution import make_executor
+
+        pool = make_executor(executor, workers, ray_address=ray_address)
     store, done, _ = RunStore.start_or_resume(Path(out), "duplex", config, items, resume)
     store.update_info(agent=infos[agents[0]] if len(agents) == 1 else infos)
     if matrix is not None:
@@ -249,51 +287,65 @@ def run_scenarios(
     sound = None
     if loop == "pulseaudio" and todo:
         sound = _start_sound_server()
-    if self_check and todo:
+    if self_check and todo and pool is None:  # a distributed run measures on its workers
         _self_check_latency(store, {transports[a] for a in agents}, clock, frame_ms)
         if sound is not None:
             _self_check_loop(store, sound)
+    tasks: list[SessionTask] = []
+    for a, sc, path, r in todo:
+        rt = routes[r % len(routes)]
+        spec = f"given:{a}:{rt}" if factory is not None else route_spec(a, rt, routes)
+        stored = f"bundles/{sc.id}/{r}"
+        if len(agents) > 1:
+            stored += f"/{_agent_key(a)}"
+        tasks.append(
+            SessionTask(
+                scenario=sc,
+                path=str(path),
+                repeat=r,
+                agent=a,
+                spec=spec,
+                route=rt,
+                stored=stored,
+                session_id=f"{sc.id}-r{r}-{store.run_id[-4:]}",
+                cfg=configs[rt],
+                provenance=_provenance(transports[a], clock, sound is not None),
+            )
+        )
+    worker = SessionWorker(
+        detector=detector,
+        clips=str(clips) if clips else None,
+        cache=str(cache),
+        state_probe=state_probe,
+        sound=sound,
+    )
     try:
-        for a, sc, path, r in todo:
-            provenance = Provenance(
-                transport=transports[a],  # type: ignore[arg-type]
-                clock="monotonic" if clock == "real" else "virtual",
-                playback="modelled" if sound is None else "real_device_capture",
-                capture="none" if sound is None else "loopback_soundcard",
-                traffic="synthetic",
-                acoustic_events="output_stream" if sound is None else "capture",
-                player="model" if sound is None else "process",
-                loop="none" if sound is None else "virtual_sound_card",
-            )
-            stored = f"bundles/{sc.id}/{r}"
-            if len(agents) > 1:
-                stored += f"/{_agent_key(a)}"
-            rec = _one_session(
-                sc,
-                path,
-                r,
-                a,
-                factories[(a, routes[r % len(routes)])],
-                infos[a],
-                stored,
-                store,
-                configs[routes[r % len(routes)]],
-                provenance,
-                detector,
-                clips,
-                cache,
-                BundleRef,
-                score_ref,
-                state_probe,
-                sound,
-            )
-            store.append(rec)
-            if on_record:
-                on_record(rec)
+        if pool is None:
+            worker.run_path = str(store.path)
+            worker.factories = {
+                t.spec: (factories[(t.agent, t.route)], infos[t.agent]) for t in tasks
+            }
+            results = ThreadExecutor(1).map_unordered(lambda: worker, tasks)
+            _collect(results, store, on_record)
+        else:
+            if self_check:
+                plan = SelfCheckPlan(sorted({transports[a] for a in agents}), clock, frame_ms)
+                worker.self_check = plan
+            _run_on(pool, worker, tasks, store, on_record, clock, ship_audio)
     finally:
         store.close()
         if sound is not None:
             sound.close()
+        if pool is not None:
+            store.update_info(
+                execution={
+                    "executor": executor,
+                    "workers": workers,
+                    "ship_audio": ship_audio,
+                    **pool.describe(),
+                }
+            )
+            pool.close()
     if self_check:
         _self_check_pacing(store, clock)
     from voxeval.report import finish_run
@@ -329,118 +381,108 @@ def _self_check_pacing(store: RunStore, clock: str) -> None:
     store.update_info(self_check=add_target_status(check))
 
 
-def _one_session(
-    sc: Scenario,
-    path: Path,
-    r: int,
-    agent: str,
-    factory: AgentFactory,
-    agent_info: dict[str, Any],
-    stored: str,
+def _provenance(transport: str, clock: str, looped: bool) -> Provenance:
+    return Provenance(
+        transport=transport,  # type: ignore[arg-type]
+        clock="monotonic" if clock == "real" else "virtual",
+        playback="real_device_capture" if looped else "modelled",
+        capture="loopback_soundcard" if looped else "none",
+        traffic="synthetic",
+        acoustic_events="capture" if looped else "output_stream",
+        player="process" if looped else "model",
+        loop="virtual_sound_card" if looped else "none",
+    )
+
+
+def _collect(
+    results: Iterable[SessionDone],
     store: RunStore,
-    cfg: SessionConfig,
-    provenance: Provenance,
-    detector: str,
-    clips: str | Path | None,
-    cache: Path,
-    bundle_ref: Any,
-    score_ref: Any,
-    state_probe: str | None = None,
-    sound: Any = None,
-) -> Record:
-    from voxeval.suites.duplex.live.bundle_writer import write_bundle
-    from voxeval.suites.duplex.live.stimuli import render_segments
+    on_record: Callable[[Record], None] | None,
+    checks: list[dict[str, Any]] | None = None,
+) -> None:
+    """Write what the workers handed back: each bundle's files (when a worker wrote them away
+    from the run), then its record; self-checks measured on workers go to ``checks``."""
+    for done in results:
+        rec = done.record
+        if done.files is not None and done.stored:
+            write_tree(store.path / done.stored, done.files)
+            rec.output = rebase(rec.output, RUN_FOLDER, str(store.path))
+        if done.self_check is not None and checks is not None:
+            checks.append({**done.self_check, "worker": rec.worker})
+        store.append(rec)
+        if on_record:
+            on_record(rec)
 
-    started = utc_now()
-    t0 = time.perf_counter()
-    try:
-        audio = render_segments(
-            sc, path.parent, sample_rate=cfg.sample_rate, cache_dir=cache, clips=clips
-        )
-    except Exception as exc:  # any render failure is this session's error
-        return _error(sc, agent, r, "render", f"{type(exc).__name__}: {exc}", started)
-    try:
-        instance = factory()
-    except Exception as exc:  # a system that cannot start is an error record
-        return _error(sc, agent, r, "agent-start", f"{type(exc).__name__}: {exc}", started)
-    sid = f"{sc.id}-r{r}-{store.run_id[-4:]}"
-    player = None
-    if sound is not None:
-        from voxeval.systems.duplex.sound_loop import SoundLoop
 
-        player = SoundLoop(sound, cfg.sample_rate)
+def _run_on(
+    pool: Executor[Any, Any],
+    worker: SessionWorker,
+    tasks: list[SessionTask],
+    store: RunStore,
+    on_record: Callable[[Record], None] | None,
+    clock: str,
+    ship_audio: bool,
+) -> None:
+    """The sessions on a distributed executor, each agent's on workers with its spec's
+    resources (a real-clock session gets at least a whole CPU); with ``ship_audio`` the
+    driver renders each scenario and sends the segments with the task."""
+    import dataclasses
+
+    from voxeval.core.specs import spec_resources
+
+    def prepare(task: SessionTask) -> SessionTask:
+        if not ship_audio:
+            return task
+        from voxeval.suites.duplex.live.stimuli import render_segments
+
         try:
-            player.start()
-        except Exception as exc:  # a loop that cannot start is this session's error
-            _close_quietly(instance)
-            return _error(sc, agent, r, "loop", f"{type(exc).__name__}: {exc}", started)
-    looped = None
-    try:
-        result = run_session(sc, audio, instance, cfg, sid, loop=player)
-        if player is not None:
-            from voxeval.suites.duplex.live.loop import loop_evidence
-
-            looped = loop_evidence(
-                result.output, player.stop(), result.origin_ns, sample_rate=cfg.sample_rate
+            segments = render_segments(
+                task.scenario,
+                Path(task.path).parent,
+                sample_rate=task.cfg.sample_rate,
+                cache_dir=worker.cache,
+                clips=worker.clips,
             )
-            result.stats["loop"] = {
-                k: looped.doc[k] for k in ("latency_ms", "jitter_ms", "n_windows", "problems")
-            }
-        if state_probe and result.end.final_state is None:
-            state, problem = probe_state(state_probe, sid, sc.id)
-            result.end.final_state = state
-            result.stats["state_probe"] = {"probe": state_probe, "problem": problem}
-        raw_log = getattr(instance, "write_raw_log", None)
-        log_name = str(getattr(instance, "RAW_LOG_NAME", "realtime.jsonl"))
-        extra_files = {log_name: raw_log} if callable(raw_log) else {}
-    finally:
-        if player is not None:
-            player.close()
-        _close_quietly(instance)
-    version = agent_info.get("version") or result.end.info.get("version")
-    system = SystemInfo(
-        name=agent,
-        version=str(version) if version else None,
-        config={**{k: v for k, v in agent_info.items() if k != "version"}, **result.end.info},
-    )
-    clock = ClockInfo(
-        kind="real" if cfg.clock == "real" else "virtual",
-        compute=cfg.compute if cfg.clock == "virtual" else None,
-        audio_origin_ns=0,
-    )
-    write_bundle(
-        result,
-        store.path / stored,
-        system=system,
-        provenance=provenance,
-        clock=clock,
-        extra={"repeat": r, "agent_spec": agent},
-        extra_files=extra_files,
-        loop=looped,
-    )
-    ref = bundle_ref(
-        path=store.path / stored,
-        key=sc.id,
-        system=agent,
-        session_id=sid,
-        scenario_id=sc.id,
-        scenario_version=sc.version,
-        repeat=r,
-        stored=stored,
-    )
-    rec: Record = score_ref(ref, store, detector=detector)
-    rec.output["session_stats"] = result.stats
-    rec.output["skipped_segments"] = result.skipped
-    rec.started_at = started
-    rec.timing["wall_s"] = round(time.perf_counter() - t0, 3)
-    return rec
+        except Exception as exc:  # the session's render error, recorded by the worker
+            return dataclasses.replace(task, render_error=f"{type(exc).__name__}: {exc}")
+        return dataclasses.replace(task, audio=pool.share(segments))
+
+    checks: list[dict[str, Any]] = []
+    make = functools.partial(dataclasses.replace, worker)
+    for agent in dict.fromkeys(t.agent for t in tasks):
+        resources = spec_resources(agent)
+        if clock == "real":
+            resources["num_cpus"] = max(1.0, resources["num_cpus"])
+        results = pool.map_unordered(
+            make,
+            [t for t in tasks if t.agent == agent],
+            lost=lost_session,
+            resources=resources,
+            prepare=prepare,
+        )
+        _collect(results, store, on_record, checks)
+    if checks:
+        first = dict(checks[0])
+        first["workers"] = checks
+        store.update_info(self_check=first)
 
 
-def _close_quietly(instance: Any) -> None:
-    close = getattr(instance, "close", None)
-    if callable(close):
-        with contextlib.suppress(Exception):  # closing is best effort
-            close()
+def _check_agents_reachable(agents: Sequence[str], ray_address: str | None) -> None:
+    """An agent on this machine's loopback cannot be reached from a remote cluster's nodes."""
+    import re
+
+    from voxeval.core.ray_executor import is_remote
+
+    if not is_remote(ray_address):
+        return
+    for a in agents:
+        m = re.search(r"://(\[[^\]]*\]|[^/:?]+)", a)
+        host = (m.group(1) if m else "").strip("[]").lower()
+        if host == "localhost" or host == "::1" or host.startswith("127.") or host == "0.0.0.0":
+            raise InputError(
+                f"{a}: an agent on this machine's loopback cannot be reached from the Ray "
+                f"cluster at {ray_address}; give an address its nodes can reach"
+            )
 
 
 def _start_sound_server() -> Any:
@@ -470,46 +512,3 @@ def _self_check_loop(store: RunStore, sound: Any) -> None:
             {"stage": "loop", "error": f"{type(exc).__name__}: {exc}"}
         )
     store.update_info(self_check=check)
-
-
-def probe_state(probe: str, session_id: str, scenario_id: str) -> tuple[Any, str | None]:
-    """The business state of an agent without an export: ``probe`` is an http(s) URL (GET,
-    JSON body; ``{session_id}`` and ``{scenario_id}`` in it are filled in) or a command (run
-    without a shell, JSON on stdout; it gets ``VOXEVAL_SESSION_ID`` and
-    ``VOXEVAL_SCENARIO_ID`` in its environment). 30 s bound. Returns (state, problem)."""
-    import json
-    import os
-    import shlex
-    import subprocess
-    import urllib.request
-
-    try:
-        if probe.startswith(("http://", "https://")):
-            url = probe.format(session_id=session_id, scenario_id=scenario_id)
-            with urllib.request.urlopen(url, timeout=30) as resp:  # the user's own state URL
-                body = resp.read().decode("utf-8")
-        else:
-            env = {
-                **os.environ,
-                "VOXEVAL_SESSION_ID": session_id,
-                "VOXEVAL_SCENARIO_ID": scenario_id,
-            }
-            proc = subprocess.run(
-                shlex.split(probe), capture_output=True, text=True, timeout=30, env=env
-            )
-            if proc.returncode != 0:
-                return None, f"exit {proc.returncode}: {proc.stderr.strip()[:300]}"
-            body = proc.stdout
-        state = json.loads(body)
-    except Exception as exc:  # the probe's failure is recorded; the session still scores
-        return None, f"{type(exc).__name__}: {exc}"
-    if not isinstance(state, dict):
-        return None, f"the probe returned {type(state).__name__}, not a JSON object"
-    return state, None
-
-
-def _error(sc: Scenario, agent: str, r: int, kind: str, message: str, started: str) -> Record:
-    rec = error_record(sc.id, agent, r, kind, message)
-    rec.output = {"unit": f"{sc.id}#{r}", "repeat": r, "problems": []}
-    rec.started_at, rec.ended_at = started, utc_now()
-    return rec

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +18,14 @@ from voxeval.suites.duplex.evidence.bundle_io import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from voxeval.core.executor import Executor
 
 from voxeval.suites.duplex.scoring.score import (
     BUNDLE_METRICS_VERSION,
     score_bundle_folder,
 )
 
-__all__ = ["score_bundles", "score_ref", "scoring_config"]
+__all__ = ["BundleScorer", "Scored", "score_bundles", "score_ref", "scoring_config"]
 
 
 def scoring_config(detector: str) -> dict[str, Any]:
@@ -49,21 +51,21 @@ def scoring_config(detector: str) -> dict[str, Any]:
 
 def score_ref(
     ref: BundleRef,
-    store: RunStore,
     *,
     detector: str = "silero",
     redact: Mapping[str, Any] | None = None,
+    into: Path | None = None,
 ) -> Record:
     """The record of one bundle of a run: scored, or an error record with its reasons (the
-    bundle is first redacted into the run when ``redact`` is given and ``ref.stored`` set)."""
+    bundle is first redacted into the folder ``into`` when ``redact`` is given)."""
     started = utc_now()
     t0 = time.perf_counter()
     folder = ref.path
     try:
-        if redact is not None and ref.stored:
+        if redact is not None and into is not None:
             from voxeval.suites.duplex.evidence.redact import redact_bundle
 
-            folder = store.path / ref.stored
+            folder = into
             redact_bundle(ref.path, folder, detector=detector, **dict(redact))
         scored = score_bundle_folder(folder, key=ref.key, detector=detector)
         scored.output.repeat = ref.repeat  # type: ignore[attr-defined]
@@ -114,6 +116,9 @@ def score_bundles(
     write_reports: bool = True,
     resume: bool = False,
     on_plan: Callable[[int], None] | None = None,
+    executor: str = "thread",
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> RunStore:
     """Score every bundle into ``out/<run_id>/``: one record per bundle (id = session key,
     repeat = its repeat index); a bundle that cannot be scored is an error record with its
@@ -128,6 +133,10 @@ def score_bundles(
     ``transcripts``); each bundle is then redacted into ``bundles/<key>/<repeat>/`` of the run
     and scored from that copy, so the run holds no raw audio. ``baseline``: a previous duplex
     run whose differences the report lists ("what changed").
+
+    ``executor``/``workers``: score on ``workers`` threads here (default one), or on a
+    distributed executor (``ray``: the workers read the bundles where ``refs`` say, on shared
+    storage, and a redacted copy comes back to this process, which alone writes the run).
     """
 
     if redact is not None:
@@ -149,11 +158,79 @@ def score_bundles(
     todo = [r for r in refs if (r.key, r.system, r.repeat) not in done]
     if on_plan:
         on_plan(len(todo))
-    for ref in todo:
-        rec = score_ref(ref, store, detector=detector, redact=redact)
-        store.append(rec)
-        if on_record:
-            on_record(rec)
+    from voxeval.core.execution import make_executor
+
+    local = executor in ("thread", "serial")  # one scorer here, bundles one at a time
+    pool: Executor[Any, Any] = make_executor(
+        executor, 1 if local else workers, ray_address=ray_address
+    )
+    scorer = BundleScorer(detector, redact, str(store.path))
+    make: Callable[[], BundleScorer] = (
+        (lambda: scorer) if local else functools.partial(BundleScorer, detector, redact, None)
+    )
+    try:
+        for scored in pool.map_unordered(make, todo, lost=_lost_bundle):
+            rec = scored.record
+            if scored.files is not None and scored.stored:
+                from voxeval.core.shipped import RUN_FOLDER, rebase, write_tree
+
+                write_tree(store.path / scored.stored, scored.files)
+                rec.output = rebase(rec.output, RUN_FOLDER, str(store.path))
+            store.append(rec)
+            if on_record:
+                on_record(rec)
+    finally:
+        store.close()
+        if not local:
+            store.update_info(
+                execution={"executor": executor, "workers": workers, **pool.describe()}
+            )
+        pool.close()
     from voxeval.report import finish_run
 
     return finish_run(store, write_reports)
+
+
+@dataclass
+class Scored:
+    """One bundle's record and, when it was redacted away from the run, the copy's files."""
+
+    record: Record
+    stored: str | None = None
+    files: dict[str, bytes] | None = None
+
+
+def _lost_bundle(ref: BundleRef, reason: str) -> Scored:
+    return Scored(error_record(ref.key, ref.system, ref.repeat, "worker_lost", reason))
+
+
+@dataclass
+class BundleScorer:
+    """Scores bundles (the speech detector loads once per worker). ``run_path``: redact into
+    the run's folder; None (a distributed worker): into a private folder whose files go back
+    to the driver."""
+
+    detector: str = "silero"
+    redact: Mapping[str, Any] | None = None
+    run_path: str | None = None
+
+    def __call__(self, ref: BundleRef) -> Scored:
+        if self.redact is None or not ref.stored:
+            return Scored(score_ref(ref, detector=self.detector))
+        if self.run_path is not None:
+            into = Path(self.run_path) / ref.stored
+            return Scored(score_ref(ref, detector=self.detector, redact=self.redact, into=into))
+        import shutil
+        import tempfile
+
+        from voxeval.core.shipped import RUN_FOLDER, read_tree, rebase
+
+        scratch = Path(tempfile.mkdtemp(prefix="voxeval-redact-"))
+        try:
+            into = scratch / ref.stored
+            rec = score_ref(ref, detector=self.detector, redact=self.redact, into=into)
+            files = read_tree(into) if into.is_dir() else None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        rec.output = rebase(rec.output, str(scratch), RUN_FOLDER)
+        return Scored(rec, ref.stored, files)
