@@ -100,3 +100,30 @@ def test_process_workers_start_fresh_not_forked(monkeypatch: pytest.MonkeyPatch)
     out = list(make_executor("process", 2).map_unordered(report_state_worker, [1, 2, 3]))
     assert [state for state, _ in out] == ["as imported"] * 3
     assert os.getpid() not in {pid for _, pid in out}
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--agent", "ws://127.0.0.1:9/", "--ray-address", "ray://192.0.2.7:10001"], "loopback"),
+        (["--agent", "twilio-ws:ws://localhost:9/", "--ray-address", "auto"], "loopback"),
+        (["--loop", "pulseaudio", "--clock", "real"], "thread executor"),
+    ],
+)
+def test_duplex_runs_a_distributed_executor_cannot_serve_are_usage_errors(
+    extra: list[str], message: str, tmp_path: object
+) -> None:
+    """Before any work (no Ray is joined, nothing is rendered or written): an agent on this
+    machine's loopback cannot be reached from a remote cluster's nodes; a sound loop is this
+    machine's sound server. --ship-audio without a distributed executor has nothing to ship."""
+    from click.testing import CliRunner
+
+    from voxeval.cli.main import cli
+
+    base = ["duplex", "run", "--scenarios", "demo", "--only", "interruption-2s", "--out",
+            str(tmp_path), "--no-progress"]  # fmt: skip
+    res = CliRunner().invoke(cli, [*base, "--executor", "ray", *extra])
+    assert res.exit_code == 2 and message in res.output, res.output
+    res = CliRunner().invoke(cli, [*base, "--ship-audio"])
+    assert res.exit_code == 2 and "distributed executor" in res.output, res.output
+    assert not any(__import__("pathlib").Path(str(tmp_path)).iterdir())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -357,6 +358,125 @@ def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
     info = json.loads((remote.path / "run.json").read_text())
     assert info["execution"]["executor"] == "ray" and info["execution"]["workers"] == 2
     assert info["systems"][spec]["system_info"] == local.info()["systems"][spec]["system_info"]
+
+
+_EVENT_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def _session_view(rec: Record, run: Path) -> str:
+    """A session record's output as JSON, without what differs between two runs of the same
+    sessions: the run's folder and id (in session ids), the ledger's random event ids and the
+    agent's compute seconds (a timing)."""
+    output = dict(rec.output)
+    output["session_stats"] = {
+        k: v for k, v in output["session_stats"].items() if k != "agent_compute_s"
+    }
+    text = json.dumps(output, sort_keys=True).replace(str(run), "RUN")
+    return _EVENT_ID.sub("E", re.sub(r"-r(\d+)-[0-9a-f]{4}\b", r"-r\1-ID", text))
+
+
+def test_duplex_sessions_and_scoring_on_ray_equal_threads(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The reference agent (careful) on three scenarios (a cut-in, a correction, network
+    faults) on the virtual clock with compute counted as zero: Ray actors give this
+    process's records (metrics exactly; outputs but for run ids and random event ids) and
+    byte-identical input and output audio; the self-check ran on the workers. Scoring the
+    Ray run's bundles on Ray gives the records of scoring them here."""
+    from tests.reference.test_fault_injection import _needs_speech_stack
+    from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
+    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxeval.suites.duplex.scoring.score_run import score_bundles
+
+    _needs_speech_stack()
+    chosen = ["interruption-2s", "correction-date", "network-jitter-loss-drop"]
+    scenarios = select_scenarios(load_scenario_set("demo"), chosen)
+    args = dict(compute="zero", cache_dir=tmp_path / "cache", write_reports=False)
+    local = run_scenarios(scenarios, "reference:careful", tmp_path / "local", **args)  # type: ignore[arg-type]
+    remote = run_scenarios(
+        scenarios,
+        "reference:careful",
+        tmp_path / "ray",
+        executor="ray",
+        workers=2,
+        ray_address=cluster.address,
+        **args,  # type: ignore[arg-type]
+    )
+    mine = {r.key: r for r in local.load_records().records}
+    theirs = {r.key: r for r in remote.load_records().records}
+    assert set(mine) == set(theirs) and len(mine) == 3
+    for key, r in theirs.items():
+        m = mine[key]
+        assert r.status == m.status == "ok", r.error
+        assert r.metrics == m.metrics
+        assert _session_view(r, remote.path) == _session_view(m, local.path)
+        assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
+        for name in ("input.wav", "output.wav", "scenario.yaml"):
+            stored = r.output["bundle"]
+            assert (remote.path / stored / name).read_bytes() == (
+                local.path / stored / name
+            ).read_bytes()
+    info = json.loads((remote.path / "run.json").read_text())
+    check = info["self_check"]
+    assert check["latency"]["in_process"] and check["pid"] != os.getpid()
+    assert {c["pid"] for c in check["workers"]} <= {r.worker["pid"] for r in theirs.values()}
+    assert info["execution"]["executor"] == "ray" and info["execution"]["workers"] == 2
+    # the bundles scored again, here and on Ray
+    refs = plan_bundles([remote.path / "bundles"])
+    here = score_bundles(refs, tmp_path / "score-here", write_reports=False)
+    there = score_bundles(
+        plan_bundles([remote.path / "bundles"]),
+        tmp_path / "score-ray",
+        executor="ray",
+        workers=2,
+        ray_address=cluster.address,
+        write_reports=False,
+    )
+    a = {r.key: r for r in here.load_records().records}
+    b = {r.key: r for r in there.load_records().records}
+    assert set(a) == set(b) and len(a) == 3
+    for key, r in b.items():
+        assert r.status == a[key].status == "ok" and r.worker
+        assert r.metrics == a[key].metrics and r.output == a[key].output
+
+
+def test_duplex_with_ship_audio_workers_render_nothing_and_write_nothing_of_the_run(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """An agent that reports the files its worker opened under the scenarios' folder, the
+    render cache and the run's folder: rendering on the workers opens the cache; with
+    --ship-audio the driver renders, the segments travel through Ray's object store, and the
+    workers open nothing there (the bundles reach the run through the driver)."""
+    import shutil
+
+    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+
+    scen = tmp_path / "scenarios"
+    scen.mkdir()
+    by_id = {sc.id: p for sc, p in load_scenario_set("demo")}
+    for sid in ("interruption-500ms", "normal-turns-pause-600ms"):
+        shutil.copy(by_id[sid], scen / by_id[sid].name)
+    out = tmp_path / "runs"  # the render cache is OUT/.render-cache
+    agent = f"python:tests.helpers.audited_agent:audited_energy?watch={scen},{out}"
+    opened = {}
+    for ship in (False, True):
+        res = CliRunner().invoke(
+            cli,
+            ["duplex", "run", "--scenarios", str(scen), "--agent", agent, "--out", str(out),
+             "--executor", "ray", "--ray-address", cluster.address, "--workers", "2",
+             "--no-progress", *(["--ship-audio"] if ship else [])],
+            catch_exceptions=False,
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        run = Path(res.stdout.strip().splitlines()[-1])
+        manifests = sorted(run.glob("bundles/*/0/manifest.json"))
+        assert len(manifests) == 2
+        opened[ship] = [json.loads(m.read_text())["system"]["config"]["opened"] for m in manifests]
+        execution = json.loads((run / "run.json").read_text())["execution"]
+        assert execution["ship_audio"] is ship
+    assert max(opened[False]) > 0, opened  # a worker that rendered read the cache
+    assert opened[True] == [0, 0], opened
 
 
 def test_with_ship_audio_workers_open_no_file_of_the_manifest_or_the_run(

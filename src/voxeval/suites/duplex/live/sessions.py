@@ -145,11 +145,14 @@ class SessionWorker:
         started = utc_now()
         t0 = time.perf_counter()
         try:
+            factory, agent_info = self._factory(task.spec)
+        except Exception as exc:  # a system that cannot be built is an error record
+            return _error(sc, agent, r, "agent-start", f"{type(exc).__name__}: {exc}", started)
+        try:
             audio = self._audio(task)
         except Exception as exc:  # any render failure is this session's error
             return _error(sc, agent, r, "render", f"{type(exc).__name__}: {exc}", started)
         try:
-            factory, agent_info = self._factory(task.spec)
             instance = factory()
         except Exception as exc:  # a system that cannot start is an error record
             return _error(sc, agent, r, "agent-start", f"{type(exc).__name__}: {exc}", started)
