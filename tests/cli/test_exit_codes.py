@@ -183,3 +183,34 @@ def test_a_system_that_fails_every_item_is_exit_1_in_every_run_command(
     err = capsys.readouterr().err
     assert err.count("exit 1: a system failed every item") == 2
     assert "broken on purpose" in err
+
+
+@pytest.mark.live  # a real run in a subprocess, stopped after about 1.5 s
+def test_ctrl_c_is_exit_130_keeps_what_was_written_and_resume_finishes(tmp_path: Path) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    manifest = make_manifest(tmp_path / "m.jsonl", limit=4)
+    out = tmp_path / "runs"
+    argv = [sys.executable, "-m", "voxeval.cli.main", "asr", "run", "-m", str(manifest), "-s",
+            "mock:hang?seconds=0.3&text=x", "--repeats", "3", "--out", str(out),
+            "--no-progress", "--workers", "2"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("*/records.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.7)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"--resume continues" in err, err[-1000:]
+    (records,) = out.glob("*/records.jsonl")
+    before = records.read_text().splitlines()
+    assert 0 < len(before) < 12 and all(json.loads(line) for line in before)
+    done = subprocess.run([*argv, "--resume"], cwd=REPO, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-1000:]
+    after = records.read_text().splitlines()
+    assert after[: len(before)] == before and len(after) == 12
+    assert len({(json.loads(x)["id"], json.loads(x)["repeat"]) for x in after}) == 12

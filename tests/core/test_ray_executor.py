@@ -521,9 +521,12 @@ def _lines(out: Path) -> list[str]:
     return [x for x in text.splitlines(keepends=True) if x.endswith("\n")]
 
 
-def _run_until(args: list[str], out: Path, kill_at: int | None) -> int:
-    """Run ``voxeval`` in a subprocess; SIGKILL it once the run under ``out`` holds
-    ``kill_at`` records (None: let it finish). Its exit code (-9 when killed)."""
+def _run_until(
+    args: list[str], out: Path, kill_at: int | None, sig: int = 9, actors: list[int] | None = None
+) -> int:
+    """Run ``voxeval`` in a subprocess; send it ``sig`` (SIGKILL; SIGINT is Ctrl-C) once the
+    run under ``out`` holds ``kill_at`` records (None: let it finish). Its exit code (-9 when
+    killed, 130 when interrupted). ``actors`` gets the actor processes alive at the signal."""
     import signal
     import subprocess
     import sys
@@ -541,32 +544,62 @@ def _run_until(args: list[str], out: Path, kill_at: int | None) -> int:
     deadline = time.monotonic() + 180
     while kill_at is not None and proc.poll() is None and time.monotonic() < deadline:
         if len(_lines(out)) >= kill_at:
-            proc.send_signal(signal.SIGKILL)
+            if actors is not None:
+                actors.extend(_actor_processes())
+            proc.send_signal(signal.Signals(sig))
             break
         time.sleep(0.05)
     _, err = proc.communicate(timeout=180)
-    assert proc.returncode in (0, -9), err[-2000:]
+    assert proc.returncode in (0, -9, 130), err[-2000:]
+    if proc.returncode == 130:
+        assert "interrupted" in err, err[-2000:]
     return proc.returncode
 
 
-def test_a_killed_driver_resumes_on_ray_and_a_ray_run_resumes_locally(
+def _actor_processes() -> list[int]:
+    """PIDs of the processes on this machine that host a voxeval Ray actor."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.name.isdigit() and b"_Host" in cmd and b"ray::" in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_killed_and_interrupted_drivers_resume_on_ray_and_locally(
     cluster: RayCluster, manifest: Path, tmp_path: Path
 ) -> None:
-    """Started with threads and killed; resumed on Ray and killed again; finished with threads.
-    Every item is in the run once, what was written before each kill is kept as it was, and
+    """Started with threads and killed; resumed on Ray and stopped with Ctrl-C (exit 130, the
+    run's actors gone from the cluster); resumed on Ray and killed; finished with threads.
+    Every item is in the run once, what was written before each stop is kept as it was, and
     the records made on Ray name their node."""
+    import time
+
     out = tmp_path / "runs"
     base = ["asr", "run", "-m", str(manifest), "-s", "mock:hang?seconds=0.4&text=x",
             "--repeats", "3", "--out", str(out), "--no-progress", "--workers", "2"]  # fmt: skip
     ray = ["--executor", "ray", "--ray-address", cluster.address]
     assert _run_until(base, out, kill_at=4) == -9
-    first = _lines(out)
-    assert _run_until([*base, "--resume", *ray], out, kill_at=len(first) + 4) == -9
-    second = _lines(out)
-    assert second[: len(first)] == first  # the kill lost nothing written
+    kept = _lines(out)
+    for sig, code in ((2, 130), (9, -9)):
+        actors: list[int] = []
+        args = [*base, "--resume", *ray]
+        assert _run_until(args, out, kill_at=len(kept) + 3, sig=sig, actors=actors) == code
+        now = _lines(out)
+        assert now[: len(kept)] == kept and len(now) > len(kept)  # nothing written was lost
+        kept = now
+        if sig == 2:  # Ctrl-C removed the run's actors (a kill leaves Ray to reap them)
+            assert actors, "no actor was running when Ctrl-C came"
+            deadline = time.monotonic() + 20
+            while _actor_processes() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _actor_processes()
     assert _run_until([*base, "--resume"], out, kill_at=None) == 0
     final = _lines(out)
-    assert final[: len(second)] == second
+    assert final[: len(kept)] == kept
     recs = [Record.from_dict(json.loads(x)) for x in final]
     keys = [r.key for r in recs]
     assert len(keys) == len(set(keys)) == 18  # 6 items x 3 repeats, none twice

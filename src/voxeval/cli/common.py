@@ -12,6 +12,8 @@ from typing import Any
 import click
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT): what was finished is kept; ``--resume`` continues the run."""
 
 # Options shared by commands (one definition, one help text).
 results_out_option = click.option(
@@ -70,15 +72,39 @@ def manifest_option(
     )
 
 
+_interrupted: list[int] = []
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C: noted, then Python's own behaviour (``KeyboardInterrupt``)."""
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
+
+
 def run_cli(cli: click.Group, argv: list[str]) -> Any:
-    """Run ``cli``; voxeval input errors exit 2 with a one-paragraph message on stderr."""
+    """Run ``cli``; voxeval input errors exit 2 with a one-paragraph message on stderr; a
+    command stopped by Ctrl-C (click prints "Aborted!") exits 130, after the runners' own
+    clean-up (records already written stay; work in flight is cancelled)."""
+    import signal
+    import threading
+
     from voxeval.core.errors import BackendUnavailable, InputError
 
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return cli.main(args=argv, prog_name="voxeval", standalone_mode=True)
     except (InputError, BackendUnavailable) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except SystemExit as exc:
+        if _interrupted and exc.code == EXIT_FAILED:
+            click.echo(
+                "interrupted: records already written are kept; --resume continues the run",
+                err=True,
+            )
+            sys.exit(EXIT_INTERRUPTED)
+        raise
 
 
 def fail_usage(message: str) -> None:
