@@ -33,16 +33,17 @@ from voxeval.core.runstore import RunStore, utc_now
 from voxeval.core.shipped import RUN_FOLDER, rebase, write_tree
 from voxeval.suites.duplex.live.session import SessionConfig
 from voxeval.suites.duplex.live.sessions import (
+    AgentFactory,
     SelfCheckPlan,
     SessionDone,
     SessionTask,
     SessionWorker,
+    build_agent_factory,
     lost_session,
 )
 
 __all__ = ["AgentFactory", "build_agent_factory", "run_scenarios", "select_scenarios"]
 
-AgentFactory = Callable[[], Any]
 LIVE_VERSION = "1"
 
 
@@ -62,19 +63,6 @@ def select_scenarios(
     if not out:
         raise InputError(f"--only {' '.join(only)}: no scenario matches (ids, categories, 1-8)")
     return out
-
-
-def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
-    """The agent factory for a system spec (capability ``duplex``) and what to record."""
-    from voxeval.core.registry import REGISTRY
-    from voxeval.core.specs import parse_spec
-
-    parsed = parse_spec(spec)
-    factory = REGISTRY.build("duplex", spec)
-    if not callable(factory):
-        raise InputError(f"{spec}: the duplex backend {parsed.backend!r} gave no agent factory")
-    info = getattr(factory, "info", None)
-    return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
 
 
 def route_spec(spec: str, route: str, routes: list[str]) -> str:

@@ -22,12 +22,14 @@ import contextlib
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
 from voxeval.contracts.duplex.scenario import Scenario
+from voxeval.core.errors import InputError
 from voxeval.core.records import Record, error_record
 from voxeval.core.runstore import utc_now
 from voxeval.core.shipped import RUN_FOLDER, read_tree, rebase
@@ -38,9 +40,26 @@ __all__ = [
     "SessionDone",
     "SessionTask",
     "SessionWorker",
+    "build_agent_factory",
     "lost_session",
     "probe_state",
 ]
+
+
+AgentFactory = Callable[[], Any]
+
+
+def build_agent_factory(spec: str) -> tuple[AgentFactory, dict[str, Any]]:
+    """The agent factory for a system spec (capability ``duplex``) and what to record."""
+    from voxeval.core.registry import REGISTRY
+    from voxeval.core.specs import parse_spec
+
+    parsed = parse_spec(spec)
+    factory = REGISTRY.build("duplex", spec)
+    if not callable(factory):
+        raise InputError(f"{spec}: the duplex backend {parsed.backend!r} gave no agent factory")
+    info = getattr(factory, "info", None)
+    return factory, dict(info) if isinstance(info, dict) else {"backend": parsed.backend}
 
 
 @dataclass
@@ -131,8 +150,6 @@ class SessionWorker:
 
     def _factory(self, spec: str) -> tuple[Any, dict[str, Any]]:
         if spec not in self.factories:
-            from voxeval.suites.duplex.live.runner import build_agent_factory
-
             self.factories[spec] = build_agent_factory(spec)
         return self.factories[spec]
 
