@@ -275,8 +275,9 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
     """resemblyzer (a speaker encoder on torch) on real same/different-speaker pairs: the
-    calibration split and the test split run on Ray actors and give the thread executor's
-    records (scores, answers and the threshold calibrated from them)."""
+    calibration split and the test split run on Ray actors, with the pairs' clips shipped
+    through the object store, and give the thread executor's records (scores, answers and
+    the threshold calibrated from them)."""
     from tests.conftest import csv_rows, shared_data
     from voxeval.core.items import Item, write_manifest
     from voxeval.suites.su.pairs import build_pairs
@@ -301,6 +302,7 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
         executor="ray",
         workers=1,  # one actor loads the models (two nodes: the ASR test)
         ray_address=cluster.address,
+        ship_audio=True,  # both clips of each pair through the object store
         **common,  # type: ignore[arg-type]
     )
     mine = {r.key: r for r in local.load_records().records}
@@ -310,6 +312,7 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
         assert r.status == mine[key].status == "ok", r.error
         assert _answer(r) == _answer(mine[key]) and r.metrics == mine[key].metrics
         assert r.worker and r.worker["executor"] == "ray"
+    assert json.loads((remote.path / "run.json").read_text())["execution"]["ship_audio"] is True
     thresholds = [json.loads((s.path / "run.json").read_text())["systems"] for s in (local, remote)]
     assert thresholds[0]["resemblyzer"]["thresholds"] == thresholds[1]["resemblyzer"]["thresholds"]
 

@@ -13,7 +13,6 @@ from voxeval.cli.common import (
     RunFlags,
     dry_run,
     executor_options,
-    fail_usage,
     finish_run,
     format_flags,
     manifest_option,
@@ -168,10 +167,6 @@ def run_cmd(
     from voxeval.suites.su.run import check_systems, run_su
     from voxeval.suites.su.tasks import expand_tasks
 
-    if ship_audio:
-        fail_usage(
-            "--ship-audio: su run reads its pairs' audio on the workers (shared storage) for now"
-        )
     flags = RunFlags.pop(kwargs)
     check_systems(systems, expand_tasks(list(tasks)))
     source = read_source(manifest, flags)
@@ -189,6 +184,7 @@ def run_cmd(
             workers=workers,
             executor=executor,
             ray_address=ray_address,
+            ship_audio=ship_audio,
             timeout=timeout or None,
             resume=resume,
             on_start=on_start,

@@ -68,6 +68,7 @@ def run_su(
     workers: int = 1,
     executor: str = "thread",
     ray_address: str | None = None,
+    ship_audio: bool = False,
     timeout: float | None = 600.0,
     resume: bool = False,
     on_start: Callable[[str, int], None] | None = None,
@@ -101,6 +102,7 @@ def run_su(
             done=done,
             on_start=on_start,
             on_record=on_record,
+            ship_audio=ship_audio,
         )
     finally:
         pool.close()
@@ -115,6 +117,7 @@ def run_su(
         execution={
             "workers": workers,
             "executor": executor,
+            "ship_audio": ship_audio,
             "timeout_s": timeout,
             **pool.describe(),
         },

@@ -21,13 +21,14 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from voxeval.core.audio import TARGET_SR, Audio, load_audio
+from voxeval.core.audio import TARGET_SR, Audio, decode_audio_bytes, load_audio
 from voxeval.core.errors import InputError, SystemOutputError, VoxevalError
 from voxeval.core.execution import make_executor
 from voxeval.core.executor import CallTimedOut, Executor, call_with_timeout
-from voxeval.core.items import Item, load_item_audio
+from voxeval.core.items import Item, item_audio_bytes, load_item_audio
 from voxeval.core.records import Record, error_record
 from voxeval.core.registry import REGISTRY
 from voxeval.core.runstore import RunStore, utc_now
@@ -46,6 +47,9 @@ POSITIVE = {"speaker_match": "same", "synthetic_detection": "human"}
 class Task:
     item: Item
     repeat: int
+    audio: list[Any] | None = None
+    """With ``--ship-audio``: each clip's encoded bytes (a handle in the object store), in
+    the order of :func:`clip_paths`."""
 
 
 def is_calibration(item: Item) -> bool:
@@ -196,7 +200,17 @@ class UnderstandWorker:
             return self._err(task, "input", str(exc))
         wall0 = time.perf_counter()
         try:
-            if item.audio:
+            if task.audio is not None:  # shipped: decoded from bytes, nothing opened
+                from voxeval.core.ray_executor import fetch
+
+                if item.audio:
+                    parts = [
+                        decode_audio_bytes(fetch(d), TARGET_SR, where=p)
+                        for d, p in zip(task.audio, paths, strict=True)
+                    ]
+                else:
+                    parts = [load_item_audio(item, TARGET_SR, data=fetch(task.audio[0]))]
+            elif item.audio:
                 parts = [load_audio(p, TARGET_SR) for p in paths]
             else:  # one clip: it may be a segment or a table cell
                 parts = [load_item_audio(item, TARGET_SR)]
@@ -352,18 +366,49 @@ def run_systems(
     done: set[tuple[str, str, int]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
     on_record: Callable[[Record], None] | None = None,
+    ship_audio: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Answer every pending (item, system, repeat); returns per-system run information
     (load seconds, ``describe()``, thresholds, evals not applicable to a specialist).
-    ``executor``: a kind or an executor the caller opened (and closes)."""
+    ``executor``: a kind or an executor the caller opened (and closes). ``ship_audio``: the
+    driver reads each item's clips and hands them to the workers through the executor."""
     pool = make_executor(executor, workers) if isinstance(executor, str) else executor
+    prepare = _shipper(pool) if ship_audio else None
     try:
         return _run_systems(
-            pool, store, items, systems, vocabulary, repeats, timeout, done, on_start, on_record
+            pool,
+            store,
+            items,
+            systems,
+            vocabulary,
+            repeats,
+            timeout,
+            done,
+            on_start,
+            on_record,
+            prepare,
         )
     finally:
         if isinstance(executor, str):
             pool.close()
+
+
+def _shipper(ex: Executor[Any, Any]) -> Callable[[Task], Task]:
+    """``prepare`` for ``--ship-audio``: the task with each clip's bytes shared (an item
+    whose clips cannot be read is left to the worker, whose error record names it)."""
+
+    def ship(task: Task) -> Task:
+        item = task.item
+        try:
+            if item.audio:
+                clips = [Path(p).read_bytes() for p in clip_paths(item)]
+            else:
+                clips = [item_audio_bytes(item)]
+        except (VoxevalError, OSError, KeyError):
+            return task
+        return Task(item, task.repeat, [ex.share(c) for c in clips])
+
+    return ship
 
 
 def _lost(key: str) -> Callable[[Task, str], Record]:
@@ -386,6 +431,7 @@ def _run_systems(
     done: set[tuple[str, str, int]] | None,
     on_start: Callable[[str, int], None] | None,
     on_record: Callable[[Record], None] | None,
+    prepare: Callable[[Task], Task] | None = None,
 ) -> dict[str, dict[str, Any]]:
     done = done or set()
     info: dict[str, dict[str, Any]] = {}
@@ -440,7 +486,11 @@ def _run_systems(
                 factory = functools.partial(UnderstandWorker, spec, timeout, vocabulary, {})
                 held = list(
                     pool.map_unordered(
-                        factory, pending_c, lost=_lost(key), resources=spec_resources(spec)
+                        factory,
+                        pending_c,
+                        lost=_lost(key),
+                        resources=spec_resources(spec),
+                        prepare=prepare,
                     )
                 )
             for task_name in sorted({str(it.labels["task"]) for it in mine}):
@@ -464,7 +514,11 @@ def _run_systems(
         if pending_t:
             factory = functools.partial(UnderstandWorker, spec, timeout, vocabulary, thresholds)
             results = pool.map_unordered(
-                factory, pending_t, lost=_lost(key), resources=spec_resources(spec)
+                factory,
+                pending_t,
+                lost=_lost(key),
+                resources=spec_resources(spec),
+                prepare=prepare,
             )
             for rec in results:
                 emit(rec)
