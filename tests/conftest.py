@@ -121,13 +121,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 # --------------------------------------------------------------------------- xdist groups
+REAL_CLOCK_GROUP = "realclock"
+"""The long real-clock modules (sound loop, Pipecat, transports): one after another on one
+worker, started first, so that their waiting overlaps the other worker's computing instead of
+each other's (together they idled a core for about 100 s)."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n 2 --dist loadgroup`` (``make test``) every module runs whole on one
     worker, so module-scoped fixtures (a loaded model, a run several tests read) are built
     once; a module or test marked ``xdist_group(NAME)`` shares its worker, and so its
-    session-scoped fixtures, with the others of that group. Groups holding a ``slow`` test
-    are collected first, so the long ones start first and the short ones fill in."""
+    session-scoped fixtures, with the others of that group. The real-clock group comes first,
+    then groups holding a ``slow`` test, so the long ones start first and the short ones fill
+    in."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
@@ -136,7 +143,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return "_".join(sorted(str(m.args[0]) for m in item.iter_markers("xdist_group")))
 
     slow_groups = {group(it) for it in items if it.get_closest_marker("slow")}
-    items.sort(key=lambda it: group(it) not in slow_groups)  # stable: order kept within
+
+    def rank(item: pytest.Item) -> int:
+        g = group(item)
+        return 0 if g == REAL_CLOCK_GROUP else 1 if g in slow_groups else 2
+
+    items.sort(key=rank)  # stable: order kept within
 
 
 # --------------------------------------------------------------------------- live tier check

@@ -38,7 +38,7 @@ from voxeval.cli.main import cli
 from voxeval.contracts.duplex.evidence import derive_evidence_level
 from voxeval.contracts.duplex.manifest import BundleManifest, file_entry
 
-pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("loop")]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
 SCENARIOS = ("interruption-2s", "bystander-in-gap")
 MATRIX = Path(__file__).parent / "data" / "l3-matrix.yaml"

@@ -31,7 +31,7 @@ from tests.helpers.duplex import need
 from tests.helpers.served import stop_process
 from tests.reference.test_fault_injection import _needs_speech_stack
 
-pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("pipecat")]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
 PYTHON = Path(os.environ.get("VOXEVAL_PIPECAT_PYTHON", REPO / ".venv-pipecat" / "bin" / "python"))
 BOT = REPO / "examples" / "pipecat_desk" / "bot.py"

@@ -29,7 +29,7 @@ from tests.helpers.duplex import importable, need
 from tests.helpers.served import Served
 from tests.reference.test_fault_injection import _needs_speech_stack
 
-pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("transports")]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
 SCENARIOS = ("interruption-2s", "backchannel-okay")
 
