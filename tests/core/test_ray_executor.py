@@ -575,20 +575,21 @@ def test_killed_and_interrupted_drivers_resume_on_ray_and_locally(
     cluster: RayCluster, manifest: Path, tmp_path: Path
 ) -> None:
     """Started with threads and killed; resumed on Ray and stopped with Ctrl-C (exit 130, the
-    run's actors gone from the cluster); resumed on Ray and killed; finished with threads.
-    Every item is in the run once, what was written before each stop is kept as it was, and
-    the records made on Ray name their node."""
+    run's actors gone from the cluster); resumed on Ray and killed; resumed with threads and
+    killed; finished on Ray. Every item is in the run once, what was written before each stop
+    is kept as it was, and the records made on Ray name their node."""
     import time
 
     out = tmp_path / "runs"
     base = ["asr", "run", "-m", str(manifest), "-s", "mock:hang?seconds=0.4&text=x",
-            "--repeats", "3", "--out", str(out), "--no-progress", "--workers", "2"]  # fmt: skip
+            "--repeats", "4", "--out", str(out), "--no-progress", "--workers", "2"]  # fmt: skip
     ray = ["--executor", "ray", "--ray-address", cluster.address]
     assert _run_until(base, out, kill_at=4) == -9
     kept = _lines(out)
-    for sig, code in ((2, 130), (9, -9)):
+    steps = [(ray, 2, 130), (ray, 9, -9), ([], 9, -9)]  # where it runs, the signal, its exit
+    for where, sig, code in steps:
         actors: list[int] = []
-        args = [*base, "--resume", *ray]
+        args = [*base, "--resume", *where]
         assert _run_until(args, out, kill_at=len(kept) + 3, sig=sig, actors=actors) == code
         now = _lines(out)
         assert now[: len(kept)] == kept and len(now) > len(kept)  # nothing written was lost
@@ -599,14 +600,15 @@ def test_killed_and_interrupted_drivers_resume_on_ray_and_locally(
             while _actor_processes() and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert not _actor_processes()
-    assert _run_until([*base, "--resume"], out, kill_at=None) == 0
+    assert _run_until([*base, "--resume", *ray], out, kill_at=None) == 0  # finished on Ray
     final = _lines(out)
     assert final[: len(kept)] == kept
     recs = [Record.from_dict(json.loads(x)) for x in final]
     keys = [r.key for r in recs]
-    assert len(keys) == len(set(keys)) == 18  # 6 items x 3 repeats, none twice
+    assert len(keys) == len(set(keys)) == 24  # 6 items x 4 repeats, none twice
     on_ray = {r.key for r in recs if r.worker}
-    assert on_ray and len(on_ray) < 18  # some done on Ray, the rest with threads
+    assert on_ray and len(on_ray) < 24  # some done on Ray, the rest with threads
+    assert {r.key for r in recs[len(kept) :]} <= on_ray  # the last ones on Ray
     assert {r.worker["node"] for r in recs if r.worker} <= {n.node_id for n in cluster.workers}
 
 
