@@ -75,6 +75,11 @@ def _same_results(ray_recs: list[Record], threads: dict[str, Record]) -> None:
         assert _answer(r) == _answer(t) and r.metrics == t.metrics
 
 
+def _keyed(store: object) -> dict[tuple[str, str, int], Record]:
+    """A run's records by (id, system, repeat)."""
+    return {r.key: r for r in store.load_records().records}  # type: ignore[attr-defined]
+
+
 def _answer(r: Record) -> dict[str, object]:
     """The output without the system's description (on the first record of each load)."""
     return {k: v for k, v in r.output.items() if k != "system_info"}
@@ -258,8 +263,7 @@ def test_tts_on_ray_equals_threads_and_the_driver_writes_the_audio(
         ray_address=cluster.address,
         **args,  # type: ignore[arg-type]
     )
-    mine = {r.key: r for r in local.load_records().records}
-    theirs = {r.key: r for r in remote.load_records().records}
+    mine, theirs = _keyed(local), _keyed(remote)
     assert set(mine) == set(theirs) and len(mine) >= 4
     for key, r in theirs.items():
         assert r.status == mine[key].status == "ok", r.error
@@ -305,8 +309,7 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
         ship_audio=True,  # both clips of each pair through the object store
         **common,  # type: ignore[arg-type]
     )
-    mine = {r.key: r for r in local.load_records().records}
-    theirs = {r.key: r for r in remote.load_records().records}
+    mine, theirs = _keyed(local), _keyed(remote)
     assert set(mine) == set(theirs) and len(mine) == 32  # two evals per pair
     for key, r in theirs.items():
         assert r.status == mine[key].status == "ok", r.error
@@ -343,8 +346,7 @@ def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
         ray_address=cluster.address,
         **args,  # type: ignore[arg-type]
     )
-    mine = {r.key: r for r in local.load_records().records}
-    theirs = {r.key: r for r in remote.load_records().records}
+    mine, theirs = _keyed(local), _keyed(remote)
     assert set(mine) == set(theirs) and len(mine) == 4  # 2 items x (ao, to)
 
     def same(r: Record) -> dict[str, object]:
@@ -405,8 +407,7 @@ def test_duplex_sessions_and_scoring_on_ray_equal_threads(
         ray_address=cluster.address,
         **args,  # type: ignore[arg-type]
     )
-    mine = {r.key: r for r in local.load_records().records}
-    theirs = {r.key: r for r in remote.load_records().records}
+    mine, theirs = _keyed(local), _keyed(remote)
     assert set(mine) == set(theirs) and len(mine) == 2
     for key, r in theirs.items():
         m = mine[key]

@@ -27,6 +27,15 @@ from voxeval.cli.common import (
     subset_flags,
 )
 
+
+def _actor_workers(help_text: str) -> Any:
+    """``--workers``: how many Ray actors take the run's tasks."""
+    return click.option(
+        "--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 256),
+        help=help_text,
+    )  # fmt: skip
+
+
 SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "provenance", "matrix", "scorecard", "gate")
 
 detector_option = click.option(
@@ -283,14 +292,9 @@ def render_cmd(
     help="Bundles: continue the newest run under OUT with the same bundles and settings; "
     "bundles already scored there are kept.",
 )
-@click.option(
-    "--workers",
-    "-w",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Bundles with --executor ray: bundles scored side by side, one per actor (local "
-    "runs score one at a time).",
+@_actor_workers(
+    "Bundles with --executor ray: bundles scored side by side, one per actor "
+    "(local runs score one at a time)."
 )
 @executor_options
 @results_out_option
@@ -672,14 +676,9 @@ def gate_cmd(
     "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
     "run after each session; its JSON becomes final-state.json.",
 )
-@click.option(
-    "--workers",
-    "-w",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="With --executor ray: sessions side by side, one per actor (a real-clock session "
-    "gets a whole CPU). Local runs play one session at a time.",
+@_actor_workers(
+    "With --executor ray: sessions side by side, one per actor (a real-clock "
+    "session gets a whole CPU). Local runs play one session at a time."
 )
 @executor_options
 @subset_flags(seed=False)
