@@ -49,6 +49,8 @@ $(STAMP): pyproject.toml
 	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
 	# setuptools); the maintained wheel provides the same module
 	$(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
+	# librosa's numba kernels compiled once, before parallel processes race to write their cache
+	$(BIN)/python -m voxeval.measures.numba_cache
 	touch $(STAMP)
 
 # The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
