@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_process_workers_start_fresh_not_forked(monkeypatch: pytest.MonkeyPatch)
     ],
 )
 def test_duplex_runs_a_distributed_executor_cannot_serve_are_usage_errors(
-    extra: list[str], message: str, tmp_path: object
+    extra: list[str], message: str, tmp_path: Path
 ) -> None:
     """Before any work (no Ray is joined, nothing is rendered or written): an agent on this
     machine's loopback cannot be reached from a remote cluster's nodes; a sound loop is this
@@ -126,4 +127,4 @@ def test_duplex_runs_a_distributed_executor_cannot_serve_are_usage_errors(
     assert res.exit_code == 2 and message in res.output, res.output
     res = CliRunner().invoke(cli, [*base, "--ship-audio"])
     assert res.exit_code == 2 and "distributed executor" in res.output, res.output
-    assert not any(__import__("pathlib").Path(str(tmp_path)).iterdir())
+    assert not any(tmp_path.iterdir())

@@ -23,6 +23,7 @@ from voxeval.cli.common import (
     read_source,
     results_out_option,
     subset_flags,
+    workers_option,
 )
 from voxeval.core.progress import system_progress
 
@@ -53,14 +54,7 @@ def asr() -> None:
     is_flag=True,
     help="Continue the newest run under OUT with the same manifest, systems and normalizer.",
 )
-@click.option(
-    "--workers",
-    "-w",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Parallel workers per system.",
-)
+@workers_option("Parallel workers per system.")
 @executor_options
 @click.option(
     "--timeout",

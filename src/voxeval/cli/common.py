@@ -60,6 +60,15 @@ def executor_options(f: Any) -> Any:
     )(f)
 
 
+def workers_option(help_text: str, most: int = 64) -> Any:
+    """``--workers``/``-w`` (default 1): how many workers (threads, processes or Ray actors)
+    a run command uses; ``help_text`` says what they do there."""
+    return click.option(
+        "--workers", "-w", default=1, show_default=True, type=click.IntRange(1, most),
+        help=help_text,
+    )  # fmt: skip
+
+
 def manifest_option(
     help_text: str = "JSONL manifest (audio_filepath, text, id, speaker, labels).",
 ) -> Any:

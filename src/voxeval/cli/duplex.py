@@ -25,16 +25,8 @@ from voxeval.cli.common import (
     progress_bar,
     results_out_option,
     subset_flags,
+    workers_option,
 )
-
-
-def _actor_workers(help_text: str) -> Any:
-    """``--workers``: how many Ray actors take the run's tasks."""
-    return click.option(
-        "--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 256),
-        help=help_text,
-    )  # fmt: skip
-
 
 SCHEMA_KIND_CHOICES = ("scenario", "event", "manifest", "provenance", "matrix", "scorecard", "gate")
 
@@ -292,9 +284,10 @@ def render_cmd(
     help="Bundles: continue the newest run under OUT with the same bundles and settings; "
     "bundles already scored there are kept.",
 )
-@_actor_workers(
+@workers_option(
     "Bundles with --executor ray: bundles scored side by side, one per actor "
-    "(local runs score one at a time)."
+    "(local runs score one at a time).",
+    most=256,
 )
 @executor_options
 @results_out_option
@@ -676,9 +669,10 @@ def gate_cmd(
     "VOXEVAL_SESSION_ID, VOXEVAL_SCENARIO_ID) or an http(s) URL ({session_id} filled in) "
     "run after each session; its JSON becomes final-state.json.",
 )
-@_actor_workers(
+@workers_option(
     "With --executor ray: sessions side by side, one per actor (a real-clock "
-    "session gets a whole CPU). Local runs play one session at a time."
+    "session gets a whole CPU). Local runs play one session at a time.",
+    most=256,
 )
 @executor_options
 @subset_flags(seed=False)

@@ -17,6 +17,7 @@ from voxeval.cli.common import (
     print_result_path,
     progress_bar,
     results_out_option,
+    workers_option,
 )
 from voxeval.core.progress import system_progress
 
@@ -91,14 +92,9 @@ def items_cmd(only: tuple[str, ...]) -> None:
 @click.option(
     "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
 )
-@click.option(
-    "--workers",
-    "-w",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Dialogues (scenario x mode) answered side by side (--executor ray: actors per "
-    "system, each with its own copy of the system).",
+@workers_option(
+    "Dialogues (scenario x mode) answered side by side (--executor ray: actors per "
+    "system, each with its own copy of the system)."
 )
 @click.option(
     "--timeout",

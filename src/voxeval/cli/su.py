@@ -23,6 +23,7 @@ from voxeval.cli.common import (
     read_source,
     results_out_option,
     subset_flags,
+    workers_option,
 )
 from voxeval.core.progress import system_progress
 
@@ -127,7 +128,7 @@ def build_pairs_cmd(
 @click.option(
     "--resume", is_flag=True, help="Continue the newest run under OUT with the same config."
 )
-@click.option("--workers", "-w", default=1, show_default=True, type=click.IntRange(1, 64))
+@workers_option("Parallel workers per system.")
 @executor_options
 @click.option(
     "--timeout",

@@ -20,6 +20,7 @@ from voxeval.cli.common import (
     progress_bar,
     results_out_option,
     subset_flags,
+    workers_option,
 )
 from voxeval.core.progress import system_progress
 
@@ -87,13 +88,8 @@ def _end(store: Any, max_failures: float | None = None, flags: RunFlags | None =
     type=float,
     help="Seconds before a synthesis call counts as hung (0: no limit).",
 )
-@click.option(
-    "--workers",
-    "-w",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="With a distributed --executor: workers per system (each synthesizes and measures).",
+@workers_option(
+    "With a distributed --executor: workers per system (each synthesizes and measures)."
 )
 @executor_options
 @subset_flags()

@@ -241,15 +241,13 @@ def resample(audio: Audio, sr: int) -> Audio:
 
 
 def write_wav(path: str | Path, audio: Audio) -> None:
-    """Write 16-bit PCM WAV (clipped to [-1, 1])."""
-    import soundfile as sf
-
+    """Write 16-bit PCM WAV (clipped to [-1, 1]): the bytes of :func:`wav_bytes`."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), np.clip(audio.samples, -1.0, 1.0), audio.sr, subtype="PCM_16")
+    Path(path).write_bytes(wav_bytes(audio))
 
 
 def wav_bytes(audio: Audio) -> bytes:
-    """The file :func:`write_wav` writes, in memory."""
+    """A 16-bit PCM WAV file of ``audio`` (clipped to [-1, 1]), in memory."""
     import io
 
     import soundfile as sf

@@ -26,10 +26,10 @@ from voxeval.contracts.duplex.manifest import Provenance
 from voxeval.contracts.duplex.matrix import AcceptanceMatrix
 from voxeval.contracts.duplex.scenario import Scenario
 from voxeval.core.errors import InputError
-from voxeval.core.executor import Executor, ThreadExecutor
+from voxeval.core.executor import Executor, SerialExecutor
 from voxeval.core.items import Item, file_sha256
 from voxeval.core.records import Record
-from voxeval.core.runstore import RunStore, utc_now
+from voxeval.core.runstore import RunStore
 from voxeval.core.shipped import RUN_FOLDER, rebase, write_tree
 from voxeval.suites.duplex.live.session import SessionConfig
 from voxeval.suites.duplex.live.sessions import (
@@ -40,6 +40,7 @@ from voxeval.suites.duplex.live.sessions import (
     SessionWorker,
     build_agent_factory,
     lost_session,
+    measure_self_check,
 )
 
 __all__ = ["AgentFactory", "build_agent_factory", "run_scenarios", "select_scenarios"]
@@ -275,8 +276,9 @@ def run_scenarios(
     sound = None
     if loop == "pulseaudio" and todo:
         sound = _start_sound_server()
+    plan = SelfCheckPlan(sorted({transports[a] for a in agents}), clock, frame_ms)
     if self_check and todo and pool is None:  # a distributed run measures on its workers
-        _self_check_latency(store, {transports[a] for a in agents}, clock, frame_ms)
+        _self_check_latency(store, plan)
         if sound is not None:
             _self_check_loop(store, sound)
     tasks: list[SessionTask] = []
@@ -313,11 +315,10 @@ def run_scenarios(
             worker.factories = {
                 t.spec: (factories[(t.agent, t.route)], infos[t.agent]) for t in tasks
             }
-            results = ThreadExecutor(1).map_unordered(lambda: worker, tasks)
+            results = SerialExecutor().map_unordered(lambda: worker, tasks)
             _collect(results, store, on_record)
         else:
             if self_check:
-                plan = SelfCheckPlan(sorted({transports[a] for a in agents}), clock, frame_ms)
                 worker.self_check = plan
             _run_on(pool, worker, tasks, store, on_record, clock, ship_audio)
     finally:
@@ -341,20 +342,9 @@ def run_scenarios(
     return finish_run(store, write_reports)
 
 
-def _self_check_latency(store: RunStore, transports: set[str], clock: str, frame_ms: int) -> None:
-    """The harness-added latency probe, before the sessions (never fatal)."""
-    from voxeval.suites.duplex.live.selfcheck import run_self_check
-
-    try:
-        check = run_self_check(transports, clock, frame_ms=frame_ms)
-    except Exception as exc:  # run_self_check records its own errors; this is a last guard
-        check = {
-            "clock": clock,
-            "latency": {},
-            "errors": [{"stage": "self_check", "error": repr(exc)}],
-        }
-    check["measured_at"] = utc_now()
-    store.update_info(self_check=check)
+def _self_check_latency(store: RunStore, plan: SelfCheckPlan) -> None:
+    """The harness-added latency probe, in this process before the sessions (never fatal)."""
+    store.update_info(self_check=measure_self_check(plan))
 
 
 def _self_check_pacing(store: RunStore, clock: str) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "SessionWorker",
     "build_agent_factory",
     "lost_session",
+    "measure_self_check",
     "probe_state",
 ]
 
@@ -134,7 +135,7 @@ class SessionWorker:
         check = None
         if self.self_check is not None and not self._checked:
             self._checked = True
-            check = _measure_self_check(self.self_check)
+            check = measure_self_check(self.self_check)
         if self.run_path is not None:
             rec = self._run(task, Path(self.run_path))
             return SessionDone(rec, task.stored, None, check)
@@ -264,7 +265,7 @@ class SessionWorker:
         )
 
 
-def _measure_self_check(plan: SelfCheckPlan) -> dict[str, Any]:
+def measure_self_check(plan: SelfCheckPlan) -> dict[str, Any]:
     """The harness-added latency probe (never fatal), stamped with where it ran."""
     import os
 
