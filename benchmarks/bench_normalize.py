@@ -1,17 +1,17 @@
-"""Benchmark: voxeval's normalize + score path against the naive Whisper + jiwer pipeline.
+"""Benchmark: voxassay's normalize + score path against the naive Whisper + jiwer pipeline.
 
 Builds 100,000 (reference, hypothesis) pairs deterministically from the sentences of the
 leaderboard parity set (../shared/parity, beside the repo; a small built-in list otherwise) by
 perturbing words (drops, insertions, substitutions, case, punctuation, number spelling), then
 times the corpus totals both ways on the same pairs:
 
-* voxeval: ``normalize_many`` with the ``oal-en`` normalizer (process pool over the available
+* voxassay: ``normalize_many`` with the ``oal-en`` normalizer (process pool over the available
   cores) and ``count_errors`` (kaldialign, merge_compounds) summed into corpus totals;
 * naive:   ``whisper_normalizer.english.EnglishTextNormalizer`` on every text, one process,
   then ``jiwer.process_words`` on the lists.
 
 Run: ``python benchmarks/bench_normalize.py [--pairs N] [--seed S] [--workers W]``.
-Prints wall times, the workers each side used and the ratio voxeval / naive (target <= 1.0).
+Prints wall times, the workers each side used and the ratio voxassay / naive (target <= 1.0).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxeval.suites.asr.align import ErrorCounts, count_errors  # noqa: E402
-from voxeval.suites.asr.normalize import (  # noqa: E402
+from voxassay.suites.asr.align import ErrorCounts, count_errors  # noqa: E402
+from voxassay.suites.asr.normalize import (  # noqa: E402
     available_cores,
     normalize_many,
     pool_workers,
@@ -89,7 +89,7 @@ def build_pairs(n: int, seed: int) -> tuple[list[str], list[str]]:
     return refs, hyps
 
 
-def run_voxeval(refs: list[str], hyps: list[str], workers: int | None) -> tuple[float, ErrorCounts]:
+def run_voxassay(refs: list[str], hyps: list[str], workers: int | None) -> tuple[float, ErrorCounts]:
     start = time.perf_counter()
     normed = normalize_many([*refs, *hyps], workers=workers)
     n = len(refs)
@@ -112,7 +112,7 @@ def run_naive(refs: list[str], hyps: list[str]) -> tuple[float, float]:
 
 
 def run_score_path(refs: list[str], hyps: list[str], workers: int | None) -> tuple[float, float]:
-    """The `voxeval asr score` path: read a predictions JSONL, score, write records.jsonl.
+    """The `voxassay asr score` path: read a predictions JSONL, score, write records.jsonl.
 
     Returns (seconds for that path, seconds for building report.json/md/html afterwards).
     """
@@ -120,8 +120,8 @@ def run_score_path(refs: list[str], hyps: list[str], workers: int | None) -> tup
     import tempfile
     from pathlib import Path
 
-    from voxeval.report import write_report
-    from voxeval.suites.asr.suite import score_files
+    from voxassay.report import write_report
+    from voxassay.suites.asr.suite import score_files
 
     with tempfile.TemporaryDirectory() as tmp:
         preds = Path(tmp) / "preds.jsonl"
@@ -140,7 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=None, help="voxeval processes (auto)")
+    parser.add_argument("--workers", type=int, default=None, help="voxassay processes (auto)")
     args = parser.parse_args()
 
     refs, hyps = build_pairs(args.pairs, args.seed)
@@ -153,20 +153,20 @@ def main() -> None:
         f"naive   (whisper_normalizer + jiwer.process_words): {naive_s:7.2f} s  1 worker   "
         f"WER {naive_wer:.4f}"
     )
-    vox_s, totals = run_voxeval(refs, hyps, args.workers)
+    vox_s, totals = run_voxassay(refs, hyps, args.workers)
     print(
-        f"voxeval (oal-en normalize_many + count_errors):     {vox_s:7.2f} s  "
+        f"voxassay (oal-en normalize_many + count_errors):     {vox_s:7.2f} s  "
         f"{vox_workers} worker{'s' if vox_workers != 1 else ' '}  WER {totals.rate:.4f}"
     )
-    serial_s, _ = run_voxeval(refs, hyps, 1)
-    print(f"voxeval, one process:                               {serial_s:7.2f} s  1 worker")
+    serial_s, _ = run_voxassay(refs, hyps, 1)
+    print(f"voxassay, one process:                               {serial_s:7.2f} s  1 worker")
     score_s, report_s = run_score_path(refs, hyps, args.workers)
-    print(f"voxeval asr score (read JSONL, score, write records): {score_s:5.2f} s")
+    print(f"voxassay asr score (read JSONL, score, write records): {score_s:5.2f} s")
     print(
         f"  then report.json/md/html (bootstrap, audits):        {report_s:5.2f} s (not in ratio)"
     )
     print(
-        f"ratio voxeval / naive: core {vox_s / naive_s:.3f}, one process {serial_s / naive_s:.3f}, "
+        f"ratio voxassay / naive: core {vox_s / naive_s:.3f}, one process {serial_s / naive_s:.3f}, "
         f"asr score path {score_s / naive_s:.3f} (target <= 1.0: "
         f"{'OK' if score_s / naive_s <= 1.0 else 'MISSED'})"
     )

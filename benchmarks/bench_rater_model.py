@@ -1,4 +1,4 @@
-"""Benchmark: the sparse crossed rater x item model (``voxeval.stats.raters.fit_crossed``).
+"""Benchmark: the sparse crossed rater x item model (``voxassay.stats.raters.fit_crossed``).
 
 (a) the real BVCC listener-level TRAINSET (../shared/data/ratings/bvcc_listener_level beside
     the repo; 39,792 ratings, 288 raters, 4,974 items, 175 systems): model time against a
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxeval.stats.raters import fit_crossed, simulate_ratings  # noqa: E402
+from voxassay.stats.raters import fit_crossed, simulate_ratings  # noqa: E402
 
 BVCC = ROOT.parent / "shared" / "data" / "ratings" / "bvcc_listener_level" / "TRAINSET"
 TARGET_BVCC_S = 60.0

@@ -12,7 +12,7 @@
    (``--ship-audio``). Efficiency = (items x 0.1 s / K) / wall
    time; the driver's CPU time per item is printed beside it. Target: >= 85 % at 8 nodes.
 
-Run: python benchmarks/bench_ray.py   (needs ../shared/data and `pip install 'voxeval[ray]'`)
+Run: python benchmarks/bench_ray.py   (needs ../shared/data and `pip install 'voxassay[ray]'`)
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def manifest(path: Path, prefix: str = "") -> int:
 
 def timed_run(m: Path, out: Path, system: str, repeats: int, **kw: Any) -> dict[str, Any]:
     """One ``run_asr``; seconds per item between the first and the last record."""
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.suites.asr.suite import run_asr
 
     arrivals: list[float] = []
     cpu0 = time.process_time()
@@ -111,7 +111,7 @@ def main() -> int:
     if not DATA.exists():
         print(f"skip: {DATA} not found")
         return 0
-    from voxeval.core.ray_executor import ray_unavailable
+    from voxassay.core.ray_executor import ray_unavailable
 
     if ray_unavailable():
         print(f"skip: {ray_unavailable()}")

@@ -45,7 +45,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=14)
     ap.add_argument("--run", type=Path, default=None)
     args = ap.parse_args()
-    from voxeval.report import write_report
+    from voxassay.report import write_report
 
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run
@@ -53,7 +53,7 @@ def main() -> int:
             if not KIT.is_dir():
                 print(f"duplex truth kit not found at {KIT}")
                 return 2
-            from voxeval.suites.duplex.scoring.stereo import calls_from_paths, score_calls
+            from voxassay.suites.duplex.scoring.stereo import calls_from_paths, score_calls
 
             make_calls(Path(tmp) / "calls", args.calls)
             t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Harness overhead of `asr run`: its wall time vs the engine's own compute on the same files.
 
 Baseline: faster-whisper (the default tiny.en int8 model) transcribes the pre-decoded audio
-in a plain loop (the engine's own compute). Ours: voxeval's runner over the same files
+in a plain loop (the engine's own compute). Ours: voxassay's runner over the same files
 (audio decode + resample, timeout guard, scoring, one fsynced record per item). Model load
 and warm-up are excluded on both sides. Target: ratio <= 1.10.
 
@@ -45,10 +45,10 @@ def main() -> int:
     if not DATA.exists():
         print(f"skip: {DATA} not found")
         return 0
-    from voxeval.core.audio import load_audio
-    from voxeval.core.registry import REGISTRY
-    from voxeval.core.runstore import RunStore
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.core.audio import load_audio
+    from voxassay.core.registry import REGISTRY
+    from voxassay.core.runstore import RunStore
+    from voxassay.suites.asr.suite import run_asr
 
     with tempfile.TemporaryDirectory() as tmp:
         m = Path(tmp) / "m.jsonl"
@@ -71,9 +71,9 @@ def main() -> int:
     ratio = ours / base
     print(f"files: {len(rows)}, audio: {total_audio:.1f} s")
     print(f"engine alone (transcribe loop):   {base:.2f} s  (RTFx {total_audio / base:.1f})")
-    print(f"voxeval asr run (runner loop):    {ours:.2f} s")
+    print(f"voxassay asr run (runner loop):    {ours:.2f} s")
     print(
-        f"ratio voxeval/engine: {ratio:.3f}  (target <= 1.10) {'OK' if ratio <= 1.10 else 'MISSED'}"
+        f"ratio voxassay/engine: {ratio:.3f}  (target <= 1.10) {'OK' if ratio <= 1.10 else 'MISSED'}"
     )
     return 0 if ratio <= 1.10 else 1
 

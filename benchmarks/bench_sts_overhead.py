@@ -27,8 +27,8 @@ TARGET = 1.1
 
 
 def main() -> None:
-    from voxeval.suites.sts.items import load_items, select_items
-    from voxeval.suites.sts.runner import run_sts
+    from voxassay.suites.sts.items import load_items, select_items
+    from voxassay.suites.sts.runner import run_sts
 
     only = tuple(
         it.id
@@ -41,7 +41,7 @@ def main() -> None:
         cache = tmp / "cache"
         system = "reference-sts:prosody_aware"
         run_sts([system], tmp / "warm", only=only, cache_dir=cache, write_reports=False)
-        from voxeval.reference import sts as reference_sts
+        from voxassay.reference import sts as reference_sts
 
         reference_sts._HEARD.clear()  # the measured pass transcribes and speaks again
         reference_sts._SPOKEN.clear()

@@ -1,7 +1,7 @@
 """The rating app under load: 50 concurrent simulated raters against a real server process.
 
 A study (300 items of 3 systems, 5 raters per item, traps, a headphone check, generated
-audio) is served by `voxeval study serve` on an ephemeral loopback port. Fifty raters, each
+audio) is served by `voxassay study serve` on an ephemeral loopback port. Fifty raters, each
 with its own connection, open their invite link, pass the headphone check and then loop:
 fetch the state, download the item's audio, wait a short think time, submit the answer.
 Measured per submit: the time from sending the POST to its acknowledgement (the server
@@ -37,7 +37,7 @@ TARGET_P95_MS = 100.0
 
 
 def make_study(tmp: Path, n_groups: int, raters: int, per_item: int) -> Path:
-    from voxeval.study.create import create_study
+    from voxassay.study.create import create_study
 
     rng = np.random.default_rng(0)
     lines = []
@@ -70,7 +70,7 @@ def make_study(tmp: Path, n_groups: int, raters: int, per_item: int) -> Path:
 
 def start_server(study_dir: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voxeval.cli.main", "study", "serve", str(study_dir), "--port", "0"],
+        [sys.executable, "-m", "voxassay.cli.main", "study", "serve", str(study_dir), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

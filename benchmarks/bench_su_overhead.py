@@ -25,9 +25,9 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
-    from voxeval.core.items import load_manifest, write_manifest
-    from voxeval.suites.su.pairs import build_pairs
-    from voxeval.suites.su.run import run_su
+    from voxassay.core.items import load_manifest, write_manifest
+    from voxassay.suites.su.pairs import build_pairs
+    from voxassay.suites.su.run import run_su
 
     if not (DATA / "manifest.csv").exists():
         raise SystemExit(f"no shared data at {DATA}")

@@ -1,6 +1,6 @@
 """Harness-added latency per transport and route, beside the WebSocket baseline, in one run.
 
-Every set-up serves the same 16 kHz echo agent with ``voxeval reference serve --agent echo
+Every set-up serves the same 16 kHz echo agent with ``voxassay reference serve --agent echo
 --transport T`` in its own process and probes it the way the run's self-check does
 (``selfcheck.measure_harness_latency``: bursts of speech-shaped noise on the real clock; per
 burst, the lag of the played output behind the input, onset to onset). What differs between
@@ -39,7 +39,7 @@ from typing import Any
 
 def serve(transport: str, frame_ms: int) -> tuple[subprocess.Popen[str], str]:
     """``reference serve --agent echo`` on ``transport`` in its own process; (process, URL)."""
-    cmd = [sys.executable, "-m", "voxeval.cli.main", "reference", "serve", "--agent", "echo"]
+    cmd = [sys.executable, "-m", "voxassay.cli.main", "reference", "serve", "--agent", "echo"]
     cmd += ["--transport", transport, "--port", "0", "--frame-ms", str(frame_ms)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
@@ -59,7 +59,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def probe(url: str, make_link: Callable[[], Any] | None, n: int, frame_ms: int) -> dict[str, Any]:
-    from voxeval.suites.duplex.live.selfcheck import MIN_CORRELATION, measure_harness_latency
+    from voxassay.suites.duplex.live.selfcheck import MIN_CORRELATION, measure_harness_latency
 
     lags: list[float] = []
     lost = 0
@@ -102,11 +102,11 @@ def main() -> int:
         import aiortc  # noqa: F401
         import websockets  # noqa: F401
     except ImportError as exc:
-        print(f"skip: {exc.name} is not installed (pip install 'voxeval[live,webrtc]')")
+        print(f"skip: {exc.name} is not installed (pip install 'voxassay[live,webrtc]')")
         return 0
-    from voxeval.systems.duplex.realtime_webrtc import WebRTCAgentLink
-    from voxeval.systems.duplex.turn_server import TurnServer, coturn_path
-    from voxeval.systems.duplex.twilio_ws import TwilioStreamLink
+    from voxassay.systems.duplex.realtime_webrtc import WebRTCAgentLink
+    from voxassay.systems.duplex.turn_server import TurnServer, coturn_path
+    from voxassay.systems.duplex.twilio_ws import TwilioStreamLink
 
     load0 = os.getloadavg()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load0)} ({os.cpu_count()} cores)")

@@ -19,10 +19,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--skip-validation", action="store_true")
     args = ap.parse_args()
-    from voxeval.core.audio import load_audio
-    from voxeval.measures.prosody import prosody_features
-    from voxeval.measures.quality import artifact_metrics, dnsmos
-    from voxeval.measures.speaker import SpeakerEncoder, speaker_unavailable
+    from voxassay.core.audio import load_audio
+    from voxassay.measures.prosody import prosody_features
+    from voxassay.measures.quality import artifact_metrics, dnsmos
+    from voxassay.measures.speaker import SpeakerEncoder, speaker_unavailable
 
     clips = sorted((DATA / "read_speech" / "ljspeech").glob("*.wav"))[:6]
     clips += sorted((DATA / "speaker" / "librispeech_test-other" / "2414").glob("*.flac"))
@@ -61,7 +61,7 @@ def main() -> None:
         print(f"  {name:10s} {t / audio_s:.4f}  ({t:.2f} s)")
     print(f"  {'all':10s} {sum(totals.values()) / audio_s:.4f}")
     if not args.skip_validation:
-        from voxeval.suites.tts.validation import validate_quality_metrics
+        from voxassay.suites.tts.validation import validate_quality_metrics
 
         t0 = time.perf_counter()
         res = validate_quality_metrics(DATA / "ratings" / "neural_codec_mushra")

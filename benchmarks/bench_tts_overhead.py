@@ -1,4 +1,4 @@
-"""Harness overhead of ``voxeval tts run`` vs the synthesizers' own time, per measure.
+"""Harness overhead of ``voxassay tts run`` vs the synthesizers' own time, per measure.
 
 Runs the TTS suite on the ``demo`` item set (``--only`` / ``--limit`` to shorten) with the
 demo systems, once with the two-thread pipeline (synthesis overlapped with measuring) and,
@@ -25,8 +25,8 @@ from typing import Any
 
 
 def _one(systems: list[str], only: list[str], limit: int | None, pipeline: bool) -> dict[str, Any]:
-    from voxeval.suites.tts import items as tts_items
-    from voxeval.suites.tts.suite import run_tts
+    from voxassay.suites.tts import items as tts_items
+    from voxassay.suites.tts.suite import run_tts
 
     items: str = "demo"
     tmp = Path(tempfile.mkdtemp(prefix="bench-tts-"))

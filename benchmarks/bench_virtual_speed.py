@@ -31,14 +31,14 @@ def main() -> int:
     ap.add_argument("--policy", default="careful")
     args = ap.parse_args()
     try:
-        from voxeval.reference.agent import ReferenceAgent
+        from voxassay.reference.agent import ReferenceAgent
     except ImportError as exc:
         print(f"skip: the reference agent is not installed ({exc})")
         return 0
-    from voxeval.suites.duplex.live.runner import select_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.live.session import SessionConfig, run_session
-    from voxeval.suites.duplex.live.stimuli import default_cache_dir, render_segments
+    from voxassay.suites.duplex.live.runner import select_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.session import SessionConfig, run_session
+    from voxassay.suites.duplex.live.stimuli import default_cache_dir, render_segments
 
     scenarios = select_scenarios(load_scenario_set("default"), args.only)
     full = not args.only and args.limit is None

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-# Idle OpenMP (CTranslate2) and OpenBLAS threads sleep instead of spinning, as in the voxeval
+# Idle OpenMP (CTranslate2) and OpenBLAS threads sleep instead of spinning, as in the voxassay
 # command: with two xdist workers on two cores, a spinning pool steals the other's core.
-from voxeval.core.threads import quiet_thread_pools
+from voxassay.core.threads import quiet_thread_pools
 
 quiet_thread_pools()
 
@@ -60,7 +60,7 @@ def accent_of(notes: str) -> str:
 def make_manifest(
     path: Path, folders: tuple[str, ...] = ("read_speech",), limit: int | None = None
 ) -> Path:
-    """Write a voxeval manifest (absolute audio paths) from shared folders with transcripts."""
+    """Write a voxassay manifest (absolute audio paths) from shared folders with transcripts."""
     lines = []
     for folder in folders:
         for row in csv_rows(folder):

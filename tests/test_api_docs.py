@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import voxeval
+import voxassay
 from tests.conftest import REPO
-from voxeval.core.errors import InputError, ManifestError
+from voxassay.core.errors import InputError, ManifestError
 
 
 def _blocks() -> list[str]:
@@ -33,7 +33,7 @@ def test_the_api_docs_examples_run(
     for block in blocks:
         exec(compile(block, "docs/api.md", "exec"), namespace)
     run = namespace["run"]
-    assert isinstance(run, voxeval.Run)
+    assert isinstance(run, voxassay.Run)
     by_system = {(r.system, r.id): r for r in run.records}
     assert by_system[("object:echo", "lj2")].metrics["sub"] == 0
     assert by_system[("object:silent", "lj8")].metrics["del"] == 4
@@ -41,27 +41,27 @@ def test_the_api_docs_examples_run(
 
 
 def test_wer_matches_asr_score_counts_and_says_when_not_estimable() -> None:
-    from voxeval.suites.asr.wer import score_text
+    from voxassay.suites.asr.wer import score_text
 
     refs = ["the cat sat on the mat", "a b c"]
     hyps = ["the cat sat on mat", "a x c d"]
-    got = voxeval.wer(refs, hyps, normalizer="raw")
+    got = voxassay.wer(refs, hyps, normalizer="raw")
     parts = [score_text(r, h, "raw") for r, h in zip(refs, hyps, strict=True)]
     assert got.deletions == sum(p["del"] for p in parts) == 1
     assert (got.substitutions, got.insertions, got.reference_words) == (1, 1, 9)
     assert got.wer == pytest.approx(3 / 9)
-    assert voxeval.wer("", "something").wer is None
+    assert voxassay.wer("", "something").wer is None
     with pytest.raises(InputError, match="2 references but 1 hypotheses"):
-        voxeval.wer(refs, hyps[:1])
+        voxassay.wer(refs, hyps[:1])
 
 
 def test_run_refuses_bad_items_and_suites(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="duplicate id 'a'"):
-        voxeval.run(
+        voxassay.run(
             "asr", [{"id": "a", "audio_filepath": "x.wav"}] * 2, "mock:silence", out=tmp_path
         )
     with pytest.raises(InputError, match="unknown suite 'asx'"):
-        voxeval.run("asx", [], "mock:silence", out=tmp_path)
+        voxassay.run("asx", [], "mock:silence", out=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -76,8 +76,8 @@ def test_run_keeps_failures_as_records_and_samples_reproducibly(
     def boom(audio: object, sample_rate: int) -> str:
         raise RuntimeError("engine crashed")
 
-    a = voxeval.run("asr", items, {"boom": boom}, out=tmp_path, sample=4, seed=7)
-    b = voxeval.run("asr", items, {"boom": boom}, out=tmp_path, sample=4, seed=7)
+    a = voxassay.run("asr", items, {"boom": boom}, out=tmp_path, sample=4, seed=7)
+    b = voxassay.run("asr", items, {"boom": boom}, out=tmp_path, sample=4, seed=7)
     assert [r.id for r in a.records] and sorted(r.id for r in a.records) == sorted(
         r.id for r in b.records
     )

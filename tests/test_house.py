@@ -38,7 +38,7 @@ def test_help_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from voxeval.cli.main import cli\n"
+        "from voxassay.cli.main import cli\n"
         "for args in (['--help'], ['asr', '--help'], ['asr', 'run', '--help'], ['report', '--help'],\n"
         "             ['study', '--help'], ['study', 'serve', '--help'], ['duplex', '--help']):\n"
         "    r = CliRunner().invoke(cli, args)\n"
@@ -57,7 +57,7 @@ def test_help_imports_nothing_heavy() -> None:
     [
         ["ruff", "check", "src", "tests", "benchmarks"],
         ["ruff", "format", "--check", "src", "tests", "benchmarks"],
-        ["mypy", "src/voxeval"],
+        ["mypy", "src/voxassay"],
     ],
     ids=["ruff-check", "ruff-format", "mypy"],
 )
@@ -86,7 +86,7 @@ LAYERS: dict[str, int] = {
     "demo": 6,
 }
 """stats < core < contracts < measures, report < systems < suites, study, reference < cli, api,
-demo (the package root, ``voxeval/__init__``, is the top too). A module imports from its own
+demo (the package root, ``voxassay/__init__``, is the top too). A module imports from its own
 layer or below; within a layer, only without cycles."""
 
 
@@ -96,8 +96,8 @@ def layer_of(module: str) -> int:
 
 
 def _graph() -> tuple[dict[str, Path], list[Edge]]:
-    modules = modules_of(REPO / "src", "voxeval")
-    return modules, import_edges(modules, "voxeval")
+    modules = modules_of(REPO / "src", "voxassay")
+    return modules, import_edges(modules, "voxassay")
 
 
 def test_every_package_has_a_layer() -> None:
@@ -129,7 +129,7 @@ def test_agents_and_backends_build_on_contracts_not_on_suites() -> None:
         str(e)
         for e in edges
         if e.source.split(".")[1:2] in (["reference"], ["systems"], ["contracts"])
-        and e.target.startswith("voxeval.suites.")
+        and e.target.startswith("voxassay.suites.")
     ]
     assert not bad, "agents or backends importing a suite:\n" + "\n".join(bad)
 
@@ -174,9 +174,9 @@ def test_every_late_binding_names_a_real_attribute() -> None:
     import importlib
     import re
 
-    pattern = re.compile(r"^voxeval(\.\w+)+:\w+$")
+    pattern = re.compile(r"^voxassay(\.\w+)+:\w+$")
     found: list[tuple[str, str]] = []
-    for path in sorted((REPO / "src" / "voxeval").rglob("*.py")):
+    for path in sorted((REPO / "src" / "voxassay").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Constant)
@@ -217,7 +217,7 @@ Realtime client the transports issue splits, is held to it)."""
 
 
 def test_modules_of_the_duplex_wing_stay_small() -> None:
-    root = REPO / "src" / "voxeval"
+    root = REPO / "src" / "voxassay"
     big = [
         f"{path.relative_to(root)}: {n} lines"
         for package in SMALL_PACKAGES

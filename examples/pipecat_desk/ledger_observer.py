@@ -1,8 +1,8 @@
-"""A Pipecat observer that keeps the framework's own view of a call for voxeval's ledger.
+"""A Pipecat observer that keeps the framework's own view of a call for voxassay's ledger.
 
 Each VAD, transcription and interruption frame the pipeline pushes downstream (its first
 push; a broadcast frame's upstream copy is left out) becomes
-one event, stamped with ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``: the clock voxeval's
+one event, stamped with ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``: the clock voxassay's
 harness stamps with on the same host):
 
     VADUserStartedSpeakingFrame / VADUserStoppedSpeakingFrame -> vad.speech_started / _stopped
@@ -10,7 +10,7 @@ harness stamps with on the same host):
     InterruptionFrame                                         -> turn.decision (interrupt)
     UserStarted/StoppedSpeakingFrame                          -> turn.decision (user turn)
 
-``voxeval duplex run`` fetches them after the call (``observer=`` in the agent spec) and
+``voxassay duplex run`` fetches them after the call (``observer=`` in the agent spec) and
 writes them to the bundle's ledger as producer ``pipecat``, beside its own events.
 """
 

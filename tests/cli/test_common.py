@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from voxeval.core.progress import system_progress
+from voxassay.core.progress import system_progress
 
 
 class FakeProgress:

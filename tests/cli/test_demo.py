@@ -1,4 +1,4 @@
-"""`voxeval demo` end to end: one real run of the command (module fixture) that every section's
+"""`voxassay demo` end to end: one real run of the command (module fixture) that every section's
 test reads, the combined report, and a failing suite recorded while the others run."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.live
 
 @dataclass
 class Demo:
-    """One ``voxeval demo`` run (the real command, in a subprocess) that every demo test reads."""
+    """One ``voxassay demo`` run (the real command, in a subprocess) that every demo test reads."""
 
     proc: subprocess.CompletedProcess[str]
     folder: Path
@@ -37,7 +37,7 @@ class Demo:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     out = tmp_path_factory.mktemp("demo")
     proc = subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", "demo", "--out", str(out)],
+        [sys.executable, "-m", "voxassay.cli.main", "demo", "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -115,8 +115,8 @@ def test_demo_asr_section_shows_both_engines_and_the_conditions(demo: Demo) -> N
 @pytest.mark.slow
 def test_demo_duplex_section_ranks_careful_above_naive(demo: Demo) -> None:
     """The reference agent live, both policies, five categories, careful ahead."""
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.suite import DEMO_SETS
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.suite import DEMO_SETS
 
     duplex = demo.section("duplex")
     dreport = duplex["report"]
@@ -165,7 +165,7 @@ def test_demo_su_section_runs_both_baselines(demo: Demo) -> None:
 def test_demo_report_rebuilds_from_the_folder_alone(demo: Demo) -> None:
     before = demo.report
     again = subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", "report", str(demo.folder)],
+        [sys.executable, "-m", "voxassay.cli.main", "report", str(demo.folder)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -178,12 +178,12 @@ def test_demo_report_rebuilds_from_the_folder_alone(demo: Demo) -> None:
 
 
 def test_full_demo_uses_the_larger_sets() -> None:
-    """``voxeval demo --full`` runs the sets the demo ran before the quick ones existed."""
-    from voxeval.suites.asr.suite import QUICK_DEMO
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.suite import DEMO_SETS as DUPLEX_SETS
-    from voxeval.suites.tts.items import load_item_set
-    from voxeval.suites.tts.suite import DEMO_SETS as TTS_SETS
+    """``voxassay demo --full`` runs the sets the demo ran before the quick ones existed."""
+    from voxassay.suites.asr.suite import QUICK_DEMO
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.suite import DEMO_SETS as DUPLEX_SETS
+    from voxassay.suites.tts.items import load_item_set
+    from voxassay.suites.tts.suite import DEMO_SETS as TTS_SETS
 
     assert DUPLEX_SETS == {"quick": "quick", "full": "demo"}
     assert TTS_SETS == {"quick": "quick", "full": "demo"}
@@ -192,14 +192,14 @@ def test_full_demo_uses_the_larger_sets() -> None:
     _, q = load_item_set("quick")
     _, d = load_item_set("demo")
     assert 10 <= len(q) <= 16 and {it.id for it in q} < {it.id for it in d}
-    from voxeval.suites.tts.suite import DEMO_SYSTEMS, QUICK_DEMO_SYSTEMS
+    from voxassay.suites.tts.suite import DEMO_SYSTEMS, QUICK_DEMO_SYSTEMS
 
     assert len(DEMO_SYSTEMS) == 3 and set(QUICK_DEMO_SYSTEMS) < set(DEMO_SYSTEMS)
     assert {it.dimension for it in q} == {it.dimension for it in d}
     assert QUICK_DEMO["n_sentences"] < 16  # the full ASR set uses the builder's defaults
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
     assert "--full" in CliRunner().invoke(cli, ["demo", "--help"]).output
 
@@ -207,9 +207,9 @@ def test_full_demo_uses_the_larger_sets() -> None:
 def test_a_failing_suite_demo_is_recorded_and_the_others_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from voxeval.core.registry import REGISTRY, SuiteInfo
-    from voxeval.core.runstore import RunStore
-    from voxeval.demo import build_demo_report, failed_suites, run_demo
+    from voxassay.core.registry import REGISTRY, SuiteInfo
+    from voxassay.core.runstore import RunStore
+    from voxassay.demo import build_demo_report, failed_suites, run_demo
 
     def broken_demo(out: Path, **_: object) -> RunStore:
         raise RuntimeError("synthesizer exploded")
@@ -246,7 +246,7 @@ def test_progress_from_the_low_priority_lane_reaches_the_bars_here() -> None:
     own ids per suite, updates of unknown tasks are dropped, a None ends the relay."""
     import queue
 
-    from voxeval.demo import ProgressRelay, apply_progress
+    from voxassay.demo import ProgressRelay, apply_progress
 
     class Bars:  # the parent's rich Progress, recorded (the edge of what is tested)
         def __init__(self) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, make_manifest
-from voxeval.cli.main import main
+from voxassay.cli.main import main
 
 
 def _code(argv: list[str]) -> int:
@@ -195,7 +195,7 @@ def test_ctrl_c_is_exit_130_keeps_what_was_written_and_resume_finishes(tmp_path:
 
     manifest = make_manifest(tmp_path / "m.jsonl", limit=4)
     out = tmp_path / "runs"
-    argv = [sys.executable, "-m", "voxeval.cli.main", "asr", "run", "-m", str(manifest), "-s",
+    argv = [sys.executable, "-m", "voxassay.cli.main", "asr", "run", "-m", str(manifest), "-s",
             "mock:hang?seconds=0.3&text=x", "--repeats", "3", "--out", str(out),
             "--no-progress", "--workers", "2"]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_manifest
-from voxeval.cli.main import main
-from voxeval.core.errors import BackendUnavailable, SpecError
-from voxeval.core.registry import REGISTRY, BackendInfo, Registry
-from voxeval.core.specs import HARNESS_OPTIONS, is_harness_option, parse_spec
+from voxassay.cli.main import main
+from voxassay.core.errors import BackendUnavailable, SpecError
+from voxassay.core.registry import REGISTRY, BackendInfo, Registry
+from voxassay.core.specs import HARNESS_OPTIONS, is_harness_option, parse_spec
 
 
 def _manifest(tmp_path: Path) -> Path:
@@ -102,19 +102,19 @@ def test_a_missing_extra_is_exit_2_with_the_pip_command(
         BackendInfo(
             "needs-extra",
             ("transcribe",),
-            "voxeval.systems.mock:build",
-            requires=("voxeval_module_that_is_not_installed",),
+            "voxassay.systems.mock:build",
+            requires=("voxassay_module_that_is_not_installed",),
             extra="needs-extra",
         )
     )
-    with pytest.raises(BackendUnavailable, match=r"pip install 'voxeval\[needs-extra\]'"):
+    with pytest.raises(BackendUnavailable, match=r"pip install 'voxassay\[needs-extra\]'"):
         registry.check("transcribe", "needs-extra")
     monkeypatch.setattr(REGISTRY, "_backends", {**REGISTRY._backends, **registry._backends})
     out = tmp_path / "runs"
     argv = ["asr", "run", "-m", str(_manifest(tmp_path)), "-s", "needs-extra", "--out", str(out)]
     assert _exit_code(argv) == 2
     err = capsys.readouterr().err
-    assert "pip install 'voxeval[needs-extra]'" in err and "Traceback" not in err
+    assert "pip install 'voxassay[needs-extra]'" in err and "Traceback" not in err
     assert not out.exists()
 
 
@@ -178,8 +178,8 @@ def test_partial_failures_exit_0_with_the_summary_unless_beyond_max_failures(
 
 
 def test_the_failure_rule_counts_no_unscored_record() -> None:
-    from voxeval.core.failures import tally
-    from voxeval.core.records import Record, error_record
+    from voxassay.core.failures import tally
+    from voxassay.core.records import Record, error_record
 
     recs = [
         Record("a", "s", 0),
@@ -255,7 +255,7 @@ def test_ls_backend_prints_its_option_table(capsys: pytest.CaptureFixture[str]) 
 # --------------------------------------------------------------------------- python: specs
 
 
-@pytest.mark.live  # runs the installed `voxeval` command in a fresh process
+@pytest.mark.live  # runs the installed `voxassay` command in a fresh process
 def test_python_specs_import_from_the_current_directory(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -264,7 +264,7 @@ def test_python_specs_import_from_the_current_directory(tmp_path: Path) -> None:
         "def make(word='hello'):\n    return lambda audio, sample_rate: word\n"
     )
     manifest = make_manifest(tmp_path / "m.jsonl", limit=2)
-    exe = str(Path(sys.executable).parent / "voxeval")
+    exe = str(Path(sys.executable).parent / "voxassay")
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
 
     def run(spec: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_manifest
-from voxeval.cli.main import main
+from voxassay.cli.main import main
 
 READ_CSV = "audio=path,text=transcript_or_label,duration=duration_s"
 

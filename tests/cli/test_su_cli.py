@@ -1,4 +1,4 @@
-"""`voxeval su build-pairs|run` through the real CLI (subprocesses), on real clips."""
+"""`voxassay su build-pairs|run` through the real CLI (subprocesses), on real clips."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ H = "python:tests.suites.su.understanders:"
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", *args],
+        [sys.executable, "-m", "voxassay.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -156,7 +156,7 @@ def test_resume_after_kill(labelled: Path, tmp_path: Path) -> None:
     args = [
         sys.executable,
         "-m",
-        "voxeval.cli.main",
+        "voxassay.cli.main",
         "su",
         "run",
         "--task",

@@ -1,4 +1,4 @@
-"""``voxeval tts run|score-audio|report|items`` through the CLI."""
+"""``voxassay tts run|score-audio|report|items`` through the CLI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from voxeval.cli.main import cli, main
+from voxassay.cli.main import cli, main
 
 # one xdist worker for the modules that score the same real audio (the MUSHRA stimuli's DNSMOS scores, computed once per worker)
 pytestmark = pytest.mark.xdist_group("dnsmos-mushra")

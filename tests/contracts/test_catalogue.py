@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 
 from tests.conftest import REPO
-from voxeval.contracts.duplex import catalogue
-from voxeval.contracts.duplex.catalogue import MetricDef
-from voxeval.suites.duplex.report_rows import metric_rows
-from voxeval.suites.duplex.scoring.history import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
-from voxeval.suites.duplex.scoring.implemented import implemented_metrics
-from voxeval.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS
-from voxeval.suites.duplex.scoring.turn_metrics import DEFINITIONS
+from voxassay.contracts.duplex import catalogue
+from voxassay.contracts.duplex.catalogue import MetricDef
+from voxassay.suites.duplex.report_rows import metric_rows
+from voxassay.suites.duplex.scoring.history import HISTORY_DEFINITION, HISTORY_TOLERANCE_MS
+from voxassay.suites.duplex.scoring.implemented import implemented_metrics
+from voxassay.suites.duplex.scoring.latency_pairs import DEFAULT_PAIRS
+from voxassay.suites.duplex.scoring.turn_metrics import DEFINITIONS
 
 KIND_OF_SCORER = {
     "latency": {"latency"},
@@ -67,7 +67,7 @@ def test_a_check_and_the_count_of_the_same_name_point_opposite_ways() -> None:
 def test_docs_metrics_md_is_generated_from_the_catalogue() -> None:
     committed = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
     assert committed == catalogue.markdown(), (
-        "docs/metrics.md is stale: run `voxeval duplex metrics --out docs/metrics.md`"
+        "docs/metrics.md is stale: run `voxassay duplex metrics --out docs/metrics.md`"
     )
 
 
@@ -99,7 +99,7 @@ def test_the_catalogue_prints_as_json() -> None:
 
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
     out = CliRunner().invoke(cli, ["duplex", "metrics", "--json"])
     assert out.exit_code == 0, out.output

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from tests.suites.duplex.test_goldens import leaves, same
-from voxeval.contracts.duplex.schemas import json_schema
-from voxeval.contracts.duplex.scorecard import Scorecard
+from voxassay.contracts.duplex.schemas import json_schema
+from voxassay.contracts.duplex.scorecard import Scorecard
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "duplex"
 
@@ -56,7 +56,7 @@ def test_a_report_that_breaks_the_contract_is_refused() -> None:
 def test_gate_json_is_a_gate_record() -> None:
     """gate.json (and report.json's ``gate``) follows the GateRecord contract; a record with
     an unknown recommendation is refused."""
-    from voxeval.contracts.duplex.gate_record import GateRecord
+    from voxassay.contracts.duplex.gate_record import GateRecord
 
     with gzip.open(GOLDEN / "careful.gate.json.gz", "rt", encoding="utf-8") as fh:
         doc = json.load(fh)
@@ -73,7 +73,7 @@ def test_gate_json_is_a_gate_record() -> None:
 def test_views_read_the_scorecard() -> None:
     """The duplex views take the Scorecard (report.json's content is validated into one):
     the same page either way, and a report that breaks the contract is refused, not drawn."""
-    from voxeval.suites.duplex.views import render_html, render_markdown
+    from voxassay.suites.duplex.views import render_html, render_markdown
 
     doc = _golden("stereo")
     card = Scorecard.model_validate(doc)

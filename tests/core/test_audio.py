@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import decode_audio_bytes, load_audio, rms_dbfs
-from voxeval.core.errors import AudioError
+from voxassay.core.audio import decode_audio_bytes, load_audio, rms_dbfs
+from voxassay.core.errors import AudioError
 
 
 def test_resamples_22k_real_speech(data_dir: Path) -> None:

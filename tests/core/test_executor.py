@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.execution import make_executor
+from voxassay.core.execution import make_executor
 
 
 class Worker:
@@ -58,24 +58,24 @@ def test_bad_kind() -> None:
 def test_ray_without_ray_is_refused_with_the_install_hint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import voxeval.core.ray_executor as rx
-    from voxeval.core.errors import InputError
+    import voxassay.core.ray_executor as rx
+    from voxassay.core.errors import InputError
 
     monkeypatch.setattr(rx, "ray_unavailable", lambda: "ray is not installed: " + rx.INSTALL_HINT)
-    with pytest.raises(InputError, match=r"voxeval\[ray\]"):
+    with pytest.raises(InputError, match=r"voxassay\[ray\]"):
         make_executor("ray", 2)
 
 
 @pytest.mark.parametrize("address", ["not an address", "ray://host", "host:port", "http://h:1"])
 def test_a_bad_ray_address_is_refused_before_ray_is_needed(address: str) -> None:
-    from voxeval.core.errors import InputError
+    from voxassay.core.errors import InputError
 
     with pytest.raises(InputError, match="--ray-address"):
         make_executor("ray", 1, ray_address=address)
 
 
 def test_which_ray_addresses_are_remote() -> None:
-    from voxeval.core.ray_executor import check_address, is_remote
+    from voxassay.core.ray_executor import check_address, is_remote
 
     assert check_address("auto") == "auto" and check_address(None) is None
     assert not is_remote(None) and not is_remote("127.0.0.1:6379")
@@ -119,7 +119,7 @@ def test_duplex_runs_a_distributed_executor_cannot_serve_are_usage_errors(
     machine's sound server. --ship-audio without a distributed executor has nothing to ship."""
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
     base = ["duplex", "run", "--scenarios", "demo", "--only", "interruption-2s", "--out",
             str(tmp_path), "--no-progress"]  # fmt: skip

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.errors import InputError, ManifestError
-from voxeval.core.items import Item, load_manifest, write_manifest
+from voxassay.core.errors import InputError, ManifestError
+from voxassay.core.items import Item, load_manifest, write_manifest
 
 
 def write(p: Path, lines: list[bytes]) -> Path:

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import load_audio
-from voxeval.core.errors import AudioError, InputError, ManifestError
-from voxeval.core.items import Item, load_item_audio
-from voxeval.core.manifests import detect_format, parse_columns, read_items, source_sha256
+from voxassay.core.audio import load_audio
+from voxassay.core.errors import AudioError, InputError, ManifestError
+from voxassay.core.items import Item, load_item_audio
+from voxassay.core.manifests import detect_format, parse_columns, read_items, source_sha256
 
 LJ = ("LJ001-0001", "LJ001-0002", "LJ001-0003")
 
@@ -80,7 +80,7 @@ def test_tsv_and_json_array(
     assert as_json.format == "json" and as_json.items == got.items
     # a JSON array under a .jsonl name, or forced as jsonl, is refused with the reason
     with pytest.raises(
-        InputError, match="is a JSON array; voxeval reads JSONL, one object per line"
+        InputError, match="is a JSON array; voxassay reads JSONL, one object per line"
     ):
         read_items(arr, "jsonl")
     arr.write_text(json.dumps([{"audio_filepath": "a.wav"}, {"audio_filepath": 3}]))

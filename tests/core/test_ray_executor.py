@@ -21,22 +21,22 @@ from click.testing import CliRunner
 
 from tests.conftest import make_manifest
 from tests.helpers.ray_cluster import RayCluster, ray_cluster
-from voxeval.cli.main import cli
-from voxeval.core.records import Record
+from voxassay.cli.main import cli
+from voxassay.core.records import Record
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 ASR = "faster-whisper"
 
 
-SECRET_ENV = "VOXEVAL_RAY_TEST_KEY"
-SECRET = "sk-voxeval-ray-5b1d07c3e9"
+SECRET_ENV = "VOXASSAY_RAY_TEST_KEY"
+SECRET = "sk-voxassay-ray-5b1d07c3e9"
 """An API key the cluster's nodes get from their environment (as a deployment would give it)."""
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RayCluster]:
-    pytest.importorskip("ray", reason="pip install 'voxeval[ray]' (make test installs it)")
+    pytest.importorskip("ray", reason="pip install 'voxassay[ray]' (make test installs it)")
     old = os.environ.get(SECRET_ENV)
     os.environ[SECRET_ENV] = SECRET  # the nodes inherit it when they start
     try:
@@ -56,7 +56,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def threads(manifest: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Record]:
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.suites.asr.suite import run_asr
 
     store = run_asr(manifest, [ASR], tmp_path_factory.mktemp("threads"), repeats=2)
     return {f"{r.id}#{r.repeat}": r for r in store.load_records().records}
@@ -125,7 +125,7 @@ def test_asr_on_ray_equals_threads_on_two_nodes(
 def test_a_node_killed_mid_run_loses_nothing_and_records_nothing_twice(
     cluster: RayCluster, manifest: Path, threads: dict[str, Record], tmp_path: Path
 ) -> None:
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.suites.asr.suite import run_asr
 
     killed: list[str] = []
 
@@ -160,7 +160,7 @@ def test_an_item_that_kills_every_worker_is_an_error_record_and_the_run_goes_on(
 ) -> None:
     """Only the item an actor was running when it died is charged the death: the short items
     queued behind the long ones (two in flight per actor) are never lost with them."""
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.suites.asr.suite import run_asr
 
     store = run_asr(
         manifest,
@@ -214,11 +214,11 @@ def test_a_ray_started_for_the_run_listens_on_loopback_only(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    pytest.importorskip("ray", reason="pip install 'voxeval[ray]'")
+    pytest.importorskip("ray", reason="pip install 'voxassay[ray]'")
     before = _listening()
     script = (
         "import sys, time\n"
-        "from voxeval.core.ray_executor import RayExecutor\n"
+        "from voxassay.core.ray_executor import RayExecutor\n"
         "ex = RayExecutor(1)\n"
         "print(list(ex.map_unordered(lambda: (lambda t: t * 2), [1, 2, 3])), flush=True)\n"
         "sys.stdin.readline()\n"
@@ -251,7 +251,7 @@ def test_tts_on_ray_equals_threads_and_the_driver_writes_the_audio(
     """espeak-ng over the demo's phone numbers and dates with the faster-whisper round trip
     and every measure: the same records and byte-identical WAVs from Ray actors (which
     synthesize and measure) as from this process; only the driver wrote the run."""
-    from voxeval.suites.tts.suite import run_tts
+    from voxassay.suites.tts.suite import run_tts
 
     args = dict(items="demo", only=["phone_numbers", "dates"], write_reports=False)
     local = run_tts(["espeak-ng:en-us+f3"], tmp_path / "local", **args)  # type: ignore[arg-type]
@@ -283,11 +283,11 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
     through the object store, and give the thread executor's records (scores, answers and
     the threshold calibrated from them)."""
     from tests.conftest import csv_rows, shared_data
-    from voxeval.core.items import Item, write_manifest
-    from voxeval.suites.su.pairs import build_pairs
-    from voxeval.suites.su.run import run_su
+    from voxassay.core.items import Item, write_manifest
+    from voxassay.suites.su.pairs import build_pairs
+    from voxassay.suites.su.run import run_su
 
-    pytest.importorskip("resemblyzer", reason="pip install 'voxeval[speaker]'")
+    pytest.importorskip("resemblyzer", reason="pip install 'voxassay[speaker]'")
     clips = [
         Item(
             id=Path(r["path"]).stem,
@@ -328,7 +328,7 @@ def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
     transcript: two actors give this process's records (all but the wall-clock first-audio
     time) and byte-identical answer WAVs, written by the driver."""
     from tests.reference.test_fault_injection import _needs_speech_stack
-    from voxeval.suites.sts.runner import run_sts
+    from voxassay.suites.sts.runner import run_sts
 
     _needs_speech_stack()
     spec = "reference-sts:prosody_aware"
@@ -388,10 +388,10 @@ def test_duplex_sessions_and_scoring_on_ray_equal_threads(
     byte-identical input and output audio; the self-check ran on the workers. Scoring the
     Ray run's bundles on Ray gives the records of scoring them here."""
     from tests.reference.test_fault_injection import _needs_speech_stack
-    from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
-    from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.scoring.score_run import score_bundles
+    from voxassay.suites.duplex.evidence.bundle_io import plan_bundles
+    from voxassay.suites.duplex.live.runner import run_scenarios, select_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.scoring.score_run import score_bundles
 
     _needs_speech_stack()
     chosen = ["interruption-2s", "network-jitter-loss-drop"]
@@ -453,7 +453,7 @@ def test_duplex_with_ship_audio_workers_render_nothing_and_write_nothing_of_the_
     workers open nothing there (the bundles reach the run through the driver)."""
     import shutil
 
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     scen = tmp_path / "scenarios"
     scen.mkdir()
@@ -527,7 +527,7 @@ def _lines(out: Path) -> list[str]:
 def _run_until(
     args: list[str], out: Path, kill_at: int | None, sig: int = 9, actors: list[int] | None = None
 ) -> int:
-    """Run ``voxeval`` in a subprocess; send it ``sig`` (SIGKILL; SIGINT is Ctrl-C) once the
+    """Run ``voxassay`` in a subprocess; send it ``sig`` (SIGKILL; SIGINT is Ctrl-C) once the
     run under ``out`` holds ``kill_at`` records (None: let it finish). Its exit code (-9 when
     killed, 130 when interrupted). ``actors`` gets the actor processes alive at the signal."""
     import signal
@@ -538,7 +538,7 @@ def _run_until(
     from tests.conftest import REPO
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voxeval.cli.main", *args],
+        [sys.executable, "-m", "voxassay.cli.main", *args],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -560,7 +560,7 @@ def _run_until(
 
 
 def _actor_processes() -> list[int]:
-    """PIDs of the processes on this machine that host a voxeval Ray actor."""
+    """PIDs of the processes on this machine that host a voxassay Ray actor."""
     pids = []
     for proc in Path("/proc").iterdir():
         try:
@@ -620,7 +620,7 @@ def test_workers_read_the_key_from_their_environment_and_ray_keeps_no_copy(
     authenticates (the workers read it from their own environment) and no file in Ray's
     session folder (logs, task and actor records, spilled objects) holds it."""
     from tests.systems.fake_openai_server import FakeOpenAIServer
-    from voxeval.suites.asr.suite import run_asr
+    from voxassay.suites.asr.suite import run_asr
 
     with FakeOpenAIServer(token=SECRET) as server:
         spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env={SECRET_ENV}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 
-from voxeval.report.html import Raw, bar_chart, fmt, page, table, timeline_svg
+from voxassay.report.html import Raw, bar_chart, fmt, page, table, timeline_svg
 
 
 def test_timeline_svg_places_segments_and_markers() -> None:

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.errors import InputError
-from voxeval.core.items import Item
-from voxeval.core.records import Record
-from voxeval.core.runstore import RunStore
+from voxassay.core.errors import InputError
+from voxassay.core.items import Item
+from voxassay.core.records import Record
+from voxassay.core.runstore import RunStore
 
 
 def test_create_layout_and_records(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_half_written_tail_is_cut_and_malformed_lines_counted(tmp_path: Path) ->
 def test_find_resumable_matches_fingerprint(tmp_path: Path) -> None:
     a = RunStore.create(tmp_path, "asr", {"m": 1}, None)
     RunStore.create(tmp_path, "asr", {"m": 2}, None)
-    from voxeval.core.runstore import config_fingerprint
+    from voxassay.core.runstore import config_fingerprint
 
     found = RunStore.find_resumable(tmp_path, "asr", config_fingerprint({"m": 1}))
     assert found is not None and found.path == a.path

@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from voxeval.core.errors import BackendUnavailable, SpecError
-from voxeval.core.registry import BackendInfo, Registry, lazy_renderers
-from voxeval.core.specs import parse_spec
+from voxassay.core.errors import BackendUnavailable, SpecError
+from voxassay.core.registry import BackendInfo, Registry, lazy_renderers
+from voxassay.core.specs import parse_spec
 
 
 def test_parse_spec_forms() -> None:
@@ -46,7 +46,7 @@ def test_unavailable_backend_names_install_hint() -> None:
         )
     )
     assert reg.backend("transcribe", "ghost").missing() == ["no_such_module_xyz"]
-    with pytest.raises(BackendUnavailable, match=r"voxeval\[ghost\]"):
+    with pytest.raises(BackendUnavailable, match=r"voxassay\[ghost\]"):
         reg.build("transcribe", "ghost")
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from voxeval.core import yamlload
+from voxassay.core import yamlload
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "voxeval"
+SRC = Path(__file__).resolve().parents[2] / "src" / "voxassay"
 
 
 def test_libyaml_is_used_when_pyyaml_has_it() -> None:
@@ -48,8 +48,8 @@ def _bomb(levels: int = 9) -> str:
 
 
 def test_an_alias_bomb_is_refused_before_anything_walks_it(tmp_path: Path) -> None:
-    from voxeval.cli.main import main
-    from voxeval.core.yamlload import AliasBombError, compose, expanded_size, safe_load
+    from voxassay.cli.main import main
+    from voxassay.core.yamlload import AliasBombError, compose, expanded_size, safe_load
 
     text = _bomb()
     assert len(text) < 600

@@ -29,8 +29,8 @@ def audited_energy(watch: str) -> Any:
     """The energy agent, whose session end reports (``info.opened``) how many files under the
     folders ``watch`` (comma-separated) its process had opened since it built the factory,
     which is before its first session's audio was rendered or received."""
-    from voxeval.contracts.duplex.agent_api import SessionEnd
-    from voxeval.systems.duplex.simple_agents import EnergyAgent
+    from voxassay.contracts.duplex.agent_api import SessionEnd
+    from voxassay.systems.duplex.simple_agents import EnergyAgent
 
     folders = tuple(w.rstrip("/") + "/" for w in watch.split(",") if w)
 

@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import SHARED
-from voxeval.contracts.duplex.scenario import Scenario
+from voxassay.contracts.duplex.scenario import Scenario
 
 SR = 16_000
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
@@ -74,9 +74,9 @@ def default_set_run(tmp_path_factory: pytest.TempPathFactory, agent: str) -> Any
     ranking, the turn layer): a ``RunStore``. Rendered audio goes to the session's shared
     render cache."""
     from tests.helpers.shared import shared_dir
-    from voxeval.core.runstore import RunStore
-    from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.core.runstore import RunStore
+    from voxassay.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     def build(folder: Any) -> None:
         scenarios = load_scenario_set("default")

@@ -1,4 +1,4 @@
-"""Small user engines for ``python:`` specs in tests (real callables, not mocks of voxeval)."""
+"""Small user engines for ``python:`` specs in tests (real callables, not mocks of voxassay)."""
 
 from __future__ import annotations
 

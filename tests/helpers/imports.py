@@ -62,7 +62,7 @@ def _targets(node: ast.AST, package_of: str) -> Iterator[str]:
 
 def import_edges(modules: dict[str, Path], package: str) -> list[Edge]:
     """Edges between modules of ``package`` (a name that is an attribute of a module, as in
-    ``from voxeval.core.errors import InputError``, resolves to that module)."""
+    ``from voxassay.core.errors import InputError``, resolves to that module)."""
     edges: set[Edge] = set()
     for name, path in modules.items():
         package_of = name if path.name == "__init__.py" else name.rpartition(".")[0]

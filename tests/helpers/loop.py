@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from voxeval.contracts.duplex.loop_check import CAPTURE_FILE, LOOP_FILE, RECEIVED_FILE
+from voxassay.contracts.duplex.loop_check import CAPTURE_FILE, LOOP_FILE, RECEIVED_FILE
 
 PAD_S = 0.1
 
@@ -34,8 +34,8 @@ def add_loop_artifacts(folder: Path, *, latency_ms: float = 0.0) -> list[str]:
         "version": 1,
         "kind": "pulseaudio",
         "pulseaudio_version": "16.1",
-        "sink": "voxeval_play",
-        "monitor": "voxeval_play.monitor",
+        "sink": "voxassay_play",
+        "monitor": "voxassay_play.monitor",
         "player": {"pid": 4242, "program": "test"},
         "sample_rate": sr,
         "capture": {"samples": int(capture.size), "offset_samples": int(pad.size)},

@@ -44,7 +44,7 @@ class RayCluster:
 
 @contextmanager
 def ray_cluster(nodes: int = 2) -> Iterator[RayCluster]:
-    from voxeval.core.ray_executor import _keep_to_loopback
+    from voxassay.core.ray_executor import _keep_to_loopback
 
     _keep_to_loopback()  # before Ray starts a node: every server on 127.0.0.1
     from ray.cluster_utils import Cluster

@@ -1,4 +1,4 @@
-"""A ``voxeval reference serve`` process for live tests: its URL and its session log lines."""
+"""A ``voxassay reference serve`` process for live tests: its URL and its session log lines."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from tests.conftest import REPO
 
 
 class Served:
-    """One ``voxeval reference serve`` process and the session lines it logs."""
+    """One ``voxassay reference serve`` process and the session lines it logs."""
 
     def __init__(self, transport: str, policy: str = "careful") -> None:
-        cmd = [sys.executable, "-m", "voxeval.cli.main", "reference", "serve"]
+        cmd = [sys.executable, "-m", "voxassay.cli.main", "reference", "serve"]
         cmd += ["--transport", transport, "--port", "0", "--policy", policy]
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

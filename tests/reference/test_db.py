@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.reference.sim import SEED
-from voxeval.contracts.duplex.business import FinalStateMeta, ToolAudit
-from voxeval.contracts.duplex.scenario import Tool
-from voxeval.reference.clinic import DEFAULT_SLOTS, normalize_phone, tool_specs
-from voxeval.reference.db import ClinicDB
+from voxassay.contracts.duplex.business import FinalStateMeta, ToolAudit
+from voxassay.contracts.duplex.scenario import Tool
+from voxassay.reference.clinic import DEFAULT_SLOTS, normalize_phone, tool_specs
+from voxassay.reference.db import ClinicDB
 
 MS = 1_000_000
 

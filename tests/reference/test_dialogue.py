@@ -8,18 +8,18 @@ from typing import Any
 import pytest
 
 from tests.reference.sim import BOOK_TEXT, SEED, Sim, Turn, desk, make_scenario
-from voxeval.contracts.duplex.business import ToolAudit
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.reference.clinic import tool_specs
-from voxeval.reference.db import ClinicDB
-from voxeval.reference.dialogue import (
+from voxassay.contracts.duplex.business import ToolAudit
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.reference.clinic import tool_specs
+from voxassay.reference.db import ClinicDB
+from voxassay.reference.dialogue import (
     HOURS_TEXT,
     POLICY_TEXT,
     DeskEvent,
     DialogueManager,
     Say,
 )
-from voxeval.suites.duplex.scoring.task_context import TaskResult
+from voxassay.suites.duplex.scoring.task_context import TaskResult
 
 EMPTY_BOOK: dict[str, Any] = {**SEED, "appointments": []}
 BOOKED_TRUTH = {

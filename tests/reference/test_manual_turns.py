@@ -15,13 +15,13 @@ from tests.conftest import shared_data
 from tests.reference.test_fault_injection import _needs_speech_stack
 from tests.reference.test_server import Client, serving, typed
 from tests.systems.duplex.conformance import check
-from voxeval.systems.duplex.realtime_protocol import PROTOCOL_RATE, client_session, pcm16_to_b64
+from voxassay.systems.duplex.realtime_protocol import PROTOCOL_RATE, client_session, pcm16_to_b64
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
 
 
 def _utterance_24k() -> np.ndarray:
-    from voxeval.core.audio import load_audio
+    from voxassay.core.audio import load_audio
 
     clip = load_audio(shared_data() / "read_speech/ljspeech/LJ001-0002.wav", sr=PROTOCOL_RATE)
     return (np.clip(clip.samples, -1, 32767 / 32768) * 32768).astype(np.int16)
@@ -34,7 +34,7 @@ def _append(client: Client, pcm: np.ndarray) -> None:
 
 
 def _reference() -> Any:
-    from voxeval.reference.agent import ReferenceAgent
+    from voxassay.reference.agent import ReferenceAgent
 
     return ReferenceAgent("careful")
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from tests.reference.sim import desk
-from voxeval.reference.dialogue import DialogueManager
-from voxeval.reference.dialogue_base import resolve_time
-from voxeval.reference.phrasing import say_date, say_phone, say_time
-from voxeval.reference.understanding import understand
+from voxassay.reference.dialogue import DialogueManager
+from voxassay.reference.dialogue_base import resolve_time
+from voxassay.reference.phrasing import say_date, say_phone, say_time
+from voxassay.reference.understanding import understand
 
 BOOK = (
     "I'd like to book a cleaning on August tenth at ten a.m., my name is Sam Lee, "

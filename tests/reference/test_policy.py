@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from voxeval.core.errors import InputError
-from voxeval.reference.policy import SWITCHES, Policy, PolicyError
+from voxassay.core.errors import InputError
+from voxassay.reference.policy import SWITCHES, Policy, PolicyError
 
 
 def test_careful_has_no_failure_switch_and_naive_has_all_but_its_opposite() -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.systems.duplex.conformance import check
-from voxeval.contracts.duplex.agent_api import (
+from voxassay.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,
@@ -34,8 +34,8 @@ from voxeval.contracts.duplex.agent_api import (
     SessionInfo,
     ToolCall,
 )
-from voxeval.reference.server import RealtimeServer
-from voxeval.systems.duplex.realtime_protocol import (
+from voxassay.reference.server import RealtimeServer
+from voxassay.systems.duplex.realtime_protocol import (
     BETA_HEADER,
     client_session,
     pcm16_to_b64,
@@ -460,8 +460,8 @@ def test_an_input_flood_is_dropped_with_an_error_and_the_session_survives() -> N
 def test_a_token_protected_server_refuses_a_wrong_token(monkeypatch: pytest.MonkeyPatch) -> None:
     from websockets.exceptions import InvalidStatus
 
-    monkeypatch.setenv("VOXEVAL_TEST_TOKEN", "s3cret-token")
-    with serving(ScriptedAgent, token_env="VOXEVAL_TEST_TOKEN") as server:
+    monkeypatch.setenv("VOXASSAY_TEST_TOKEN", "s3cret-token")
+    with serving(ScriptedAgent, token_env="VOXASSAY_TEST_TOKEN") as server:
         for headers in (
             [],
             [("Authorization", "Bearer wrong")],
@@ -473,9 +473,9 @@ def test_a_token_protected_server_refuses_a_wrong_token(monkeypatch: pytest.Monk
         ok = Client(server.url, headers=[("Authorization", "Bearer s3cret-token")])
         ok.recv_until(typed("session.created"))
         ok.close()
-    monkeypatch.delenv("VOXEVAL_TEST_TOKEN")
-    with pytest.raises(ValueError, match="VOXEVAL_TEST_TOKEN"):
-        RealtimeServer(ScriptedAgent, token_env="VOXEVAL_TEST_TOKEN")
+    monkeypatch.delenv("VOXASSAY_TEST_TOKEN")
+    with pytest.raises(ValueError, match="VOXASSAY_TEST_TOKEN"):
+        RealtimeServer(ScriptedAgent, token_env="VOXASSAY_TEST_TOKEN")
 
 
 def test_an_agent_that_fails_to_start_gets_an_error_and_a_close() -> None:
@@ -532,7 +532,7 @@ def test_cli_help_is_light_and_serve_runs(tmp_path: Any) -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from voxeval.cli.main import cli\n"
+        "from voxassay.cli.main import cli\n"
         "for args in (['--help'], ['reference', '--help'], ['reference', 'serve', '--help']):\n"
         "    r = CliRunner().invoke(cli, args)\n"
         "    assert r.exit_code == 0, r.output\n"
@@ -548,7 +548,7 @@ def test_cli_help_is_light_and_serve_runs(tmp_path: Any) -> None:
         [
             sys.executable,
             "-m",
-            "voxeval.cli.main",
+            "voxassay.cli.main",
             "reference",
             "serve",
             "--port",
@@ -586,9 +586,9 @@ def test_cli_help_is_light_and_serve_runs(tmp_path: Any) -> None:
 def test_cli_serve_without_the_reference_agent_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
-    monkeypatch.setitem(sys.modules, "voxeval.reference.agent", None)  # import fails
+    monkeypatch.setitem(sys.modules, "voxassay.reference.agent", None)  # import fails
     r = CliRunner().invoke(cli, ["reference", "serve", "--port", "0", "--policy", "careful"])
     assert r.exit_code == 2
-    assert "voxeval.reference.agent" in r.output and "--agent" in r.output
+    assert "voxassay.reference.agent" in r.output and "--agent" in r.output

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.reference.test_server import Client, ScriptedAgent, serving, typed
-from voxeval.contracts.duplex.agent_api import AgentOutput, SessionEnd, SessionInfo
+from voxassay.contracts.duplex.agent_api import AgentOutput, SessionEnd, SessionInfo
 
 pytest.importorskip("websockets")
 
@@ -90,7 +90,7 @@ def test_sessions_closed_while_their_agent_is_built_never_start_and_leave_no_thr
 def test_one_warm_up_serves_every_session_that_starts_during_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from voxeval.reference import speech
+    from voxassay.reference import speech
 
     calls: list[str] = []
     monkeypatch.setattr(speech, "_warmed", threading.Event())

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.reference.test_fault_injection import _needs_speech_stack
-from voxeval.contracts.duplex.agent_api import AgentEvent, AudioOut, SessionInfo
-from voxeval.reference.agent import ReferenceAgent
+from voxassay.contracts.duplex.agent_api import AgentEvent, AudioOut, SessionInfo
+from voxassay.reference.agent import ReferenceAgent
 
 pytestmark = pytest.mark.slow
 

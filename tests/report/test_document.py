@@ -12,8 +12,8 @@ import numpy as np
 import soundfile as sf
 
 from tests.conftest import shared_data
-from voxeval.report.clips import AudioPolicy, encode
-from voxeval.report.document import (
+from voxassay.report.clips import AudioPolicy, encode
+from voxassay.report.document import (
     Chart,
     Clip,
     Document,
@@ -25,7 +25,7 @@ from voxeval.report.document import (
     Verdict,
     VerdictCheck,
 )
-from voxeval.report.render import to_html, to_html_body, to_junit, to_markdown
+from voxassay.report.render import to_html, to_html_body, to_junit, to_markdown
 
 
 def _doc(clips: list[Clip] | None = None, private: str = "") -> Document:
@@ -163,7 +163,7 @@ def test_a_silent_clip_still_encodes() -> None:
 
 
 def test_a_new_rendering_removes_the_clips_an_earlier_one_linked(tmp_path: Path) -> None:
-    from voxeval.report.render import write_document
+    from voxassay.report.render import write_document
 
     clips = _speech_clips(2)
     write_document(_doc(clips), tmp_path, AudioPolicy(mode="link", out_dir=tmp_path))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from voxeval.report.summary import Estimate, display_names, leader, leader_sentence, short_name
-from voxeval.suites.asr.render import summary as asr_summary
+from voxassay.report.summary import Estimate, display_names, leader, leader_sentence, short_name
+from voxassay.suites.asr.render import summary as asr_summary
 
 
 def test_the_leader_follows_the_numbers_and_overlap_means_no_clear_leader() -> None:

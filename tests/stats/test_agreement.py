@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from tests.stats.ratings_data import bvcc, crema_voice_counts, mushra, vmc_vote_counts
-from voxeval.stats.agreement import (
+from voxassay.stats.agreement import (
     QCThresholds,
     bradley_terry,
     correlation_ci,
@@ -23,7 +23,7 @@ from voxeval.stats.agreement import (
     rater_qc,
     win_rate_agreement,
 )
-from voxeval.stats.raters import simulate_ratings
+from voxassay.stats.raters import simulate_ratings
 
 LEVELS = ("interval", "ordinal", "nominal")
 

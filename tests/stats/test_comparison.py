@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from voxeval.stats.comparison import quantile_difference, rate_difference
-from voxeval.stats.intervals import newcombe_diff
+from voxassay.stats.comparison import quantile_difference, rate_difference
+from voxassay.stats.intervals import newcombe_diff
 
 
 def _sessions(rng: np.random.Generator, shift: float, n: int = 12) -> dict[str, list[float]]:
@@ -63,7 +63,7 @@ def test_rates_pair_shared_sessions_else_newcombe() -> None:
 
 
 def test_quantile_bounds_hold_the_quantile_and_stay_finite_at_large_n() -> None:
-    from voxeval.stats.percentiles import quantile_bounds
+    from voxassay.stats.percentiles import quantile_bounds
 
     rng = np.random.default_rng(3)
     covered = 0
@@ -81,7 +81,7 @@ def test_quantile_bounds_hold_the_quantile_and_stay_finite_at_large_n() -> None:
 
 
 def test_paired_p_is_exact_for_few_units_with_its_smallest_attainable_value() -> None:
-    from voxeval.stats.intervals import paired_bootstrap_ratio_diff
+    from voxassay.stats.intervals import paired_bootstrap_ratio_diff
 
     # four items, A always worse: the bootstrap said p = 0.008; 4 units can give p >= 2/16
     d = paired_bootstrap_ratio_diff([1, 2, 3, 4], [10] * 4, [0] * 4, [10] * 4)

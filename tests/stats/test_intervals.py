@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from voxeval.stats.intervals import bootstrap_ratio_ci, paired_bootstrap_ratio_diff, wilson_interval
-from voxeval.stats.ranks import rank_agreement
+from voxassay.stats.intervals import bootstrap_ratio_ci, paired_bootstrap_ratio_diff, wilson_interval
+from voxassay.stats.ranks import rank_agreement
 
 
 def test_wilson_known_values() -> None:
@@ -51,7 +51,7 @@ def test_rank_agreement() -> None:
 
 
 def test_newcombe_diff_is_the_one_interval_report_gate_and_audit_use() -> None:
-    from voxeval.stats.intervals import newcombe_diff
+    from voxassay.stats.intervals import newcombe_diff
 
     # Newcombe (1998), Stat Med 17:873, example (a): 56/70 vs 48/80, method 10
     d, lo, hi = newcombe_diff(56, 70, 48, 80)
@@ -63,7 +63,7 @@ def test_newcombe_diff_is_the_one_interval_report_gate_and_audit_use() -> None:
 
 
 def test_censored_quantile_is_infinite_only_where_it_touches_a_censored_value() -> None:
-    from voxeval.stats.percentiles import censored_quantile
+    from voxassay.stats.percentiles import censored_quantile
 
     vals = [100.0, 200.0, 300.0, math.inf]
     assert censored_quantile(vals, 0.5) == pytest.approx(250.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxeval.stats.paired import holm, paired_difference, wilcoxon_p
+from voxassay.stats.paired import holm, paired_difference, wilcoxon_p
 
 
 def test_a_shift_is_found_and_no_shift_is_not() -> None:

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from tests.stats.ratings_data import bvcc, mushra, ratings_dir
-from voxeval.stats.raters import (
+from voxassay.stats.raters import (
     fit_crossed,
     plain_mos,
     rater_controlled_means,
@@ -245,7 +245,7 @@ def _sureal_system_scores(score, system, rater, item, content):  # type: ignore[
     cid = {c: k for k, c in enumerate(contents)}
     stims = sorted(stim_os)
     dataset = SimpleNamespace(
-        dataset_name="voxeval-test",
+        dataset_name="voxassay-test",
         ref_videos=[{"content_id": cid[c], "content_name": c, "path": c} for c in contents],
         dis_videos=[
             {"content_id": cid[stim_content[s]], "asset_id": k, "os": stim_os[s], "path": s}

@@ -104,7 +104,7 @@ def study_json(study_dir: Path) -> dict[str, Any]:
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", *args],
+        [sys.executable, "-m", "voxassay.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=cwd or REPO,
@@ -113,7 +113,7 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 
 class Served:
-    """A real ``voxeval study serve`` process on an ephemeral loopback port."""
+    """A real ``voxassay study serve`` process on an ephemeral loopback port."""
 
     def __init__(self, study_dir: Path) -> None:
         self.study_dir = study_dir
@@ -122,7 +122,7 @@ class Served:
             [
                 sys.executable,
                 "-m",
-                "voxeval.cli.main",
+                "voxassay.cli.main",
                 "study",
                 "serve",
                 str(study_dir),

@@ -1,4 +1,4 @@
-"""``voxeval.study.analysis``: reading long-format ratings, the report, study folders."""
+"""``voxassay.study.analysis``: reading long-format ratings, the report, study folders."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from tests.stats.ratings_data import bvcc, mushra, ratings_dir, write_long_csv
-from voxeval.core.errors import InputError
-from voxeval.stats.raters import fit_crossed, simulate_ratings
-from voxeval.study.format import RATING_COLUMNS
-from voxeval.study.ratings import load_ratings_csv
-from voxeval.study.study_report import run_analysis
+from voxassay.core.errors import InputError
+from voxassay.stats.raters import fit_crossed, simulate_ratings
+from voxassay.study.format import RATING_COLUMNS
+from voxassay.study.ratings import load_ratings_csv
+from voxassay.study.study_report import run_analysis
 
 HEADER = list(RATING_COLUMNS)
 
@@ -187,9 +187,9 @@ def test_report_on_the_codec_mushra_ratings(tmp_path: Path) -> None:
     _html_is_self_contained((out / "report.html").read_text())
     assert "| Reference |" in (out / "report.md").read_text()
     # the folder alone rebuilds the same numbers
-    from voxeval.core.runstore import RunStore
-    from voxeval.report.writer import json_safe
-    from voxeval.study.study_report import build_report
+    from voxassay.core.runstore import RunStore
+    from voxassay.report.writer import json_safe
+    from voxassay.study.study_report import build_report
 
     again = json_safe(build_report(RunStore.open(out)))
     assert again["systems"] == report["systems"]
@@ -320,7 +320,7 @@ def test_study_folder_with_exclusion_pairwise_and_judges(
         shutil.copyfile(Path(study_dir) / "ratings.csv", dest)
         return len(rows)
 
-    monkeypatch.setattr("voxeval.study.store.export_ratings_csv", fake_export)
+    monkeypatch.setattr("voxassay.study.store.export_ratings_csv", fake_export)
     judges = _write(
         tmp_path / "judges.csv",
         [[f"sys{k}", "", "quality", str(k)] for k in range(5)]
@@ -367,11 +367,11 @@ def test_study_folder_with_exclusion_pairwise_and_judges(
 def test_study_folder_made_by_study_import(tmp_path: Path) -> None:
     """End to end with the other half of the study code: ``study import`` makes a folder,
     the analysis reads it back through the store's export."""
-    importer = pytest.importorskip("voxeval.study.importer")
+    importer = pytest.importorskip("voxassay.study.importer")
     rows = _sim_rows("nat", seed=3)
     src = _write(tmp_path / "in.csv", rows)
     imported = importer.import_ratings(src, out_parent=tmp_path / "studies", scale=(1, 5))
-    from voxeval.study.store import StudyStore
+    from voxassay.study.store import StudyStore
 
     store = StudyStore.for_study(imported.study_dir)
     try:  # two raters fill in the profile questionnaire
@@ -403,9 +403,9 @@ def test_study_folder_made_by_study_import(tmp_path: Path) -> None:
     kept = sum(1 for r in rows if r[0] == "r01")
     assert c["counts"]["n_ratings"] == kept and c["counts"]["n_raters"] == 1
     assert c["demographics"]["fields"] == {"age_band": {"25-34": 1}}
-    from voxeval.report import write_report
+    from voxassay.report import write_report
 
-    write_report(screened)  # `voxeval report` rebuilds it from the folder alone
+    write_report(screened)  # `voxassay report` rebuilds it from the folder alone
     assert json.loads((screened / "report.json").read_text())["screening"] == c["screening"]
     with pytest.raises(InputError, match="needs a study folder"):
         run_analysis(src, tmp_path / "runs", screen={"age_band": "25-34"})

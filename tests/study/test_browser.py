@@ -21,7 +21,7 @@ from tests.study.helpers import (
     write_items,
     write_questions,
 )
-from voxeval.study.create import create_study
+from voxassay.study.create import create_study
 
 pytestmark = pytest.mark.browser
 

@@ -25,11 +25,11 @@ from tests.study.helpers import (
     write_items,
     write_questions,
 )
-from voxeval.core.errors import InputError, ManifestError
-from voxeval.study.create import create_study
-from voxeval.study.format import load_questions
+from voxassay.core.errors import InputError, ManifestError
+from voxassay.study.create import create_study
+from voxassay.study.format import load_questions
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "voxeval" / "study" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "voxassay" / "study" / "examples"
 
 
 def assignments(study_dir: Path) -> list[tuple[str, str, str, int, int]]:
@@ -271,7 +271,7 @@ def test_example_study_renders_offline(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def duplex_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Two real `voxeval duplex run`s (echo and energy agents) over the same scenarios."""
+    """Two real `voxassay duplex run`s (echo and energy agents) over the same scenarios."""
     out = tmp_path_factory.mktemp("duplex")
     runs = []
     for agent in ("echo", "energy"):

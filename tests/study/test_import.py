@@ -10,10 +10,10 @@ import pytest
 
 from tests.conftest import DATA
 from tests.study.helpers import LIKERT, PAIRWISE, run_cli, study_json, write_items, write_questions
-from voxeval.core.errors import InputError
-from voxeval.study.create import create_study
-from voxeval.study.importer import import_ratings
-from voxeval.study.store import StudyStore, export_ratings_csv
+from voxassay.core.errors import InputError
+from voxassay.study.create import create_study
+from voxassay.study.importer import import_ratings
+from voxassay.study.store import StudyStore, export_ratings_csv
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from tests.study.helpers import (
     write_items,
     write_questions,
 )
-from voxeval.study.create import create_study
-from voxeval.study.store import StudyStore
+from voxassay.study.create import create_study
+from voxassay.study.store import StudyStore
 
 pytestmark = pytest.mark.live
 

@@ -21,8 +21,8 @@ from tests.study.helpers import (
     write_items,
     write_questions,
 )
-from voxeval.study.create import create_study
-from voxeval.study.store import (
+from voxassay.study.create import create_study
+from voxassay.study.store import (
     EXPORT_COLUMNS,
     RatingConflict,
     RatingMissing,
@@ -75,7 +75,7 @@ def test_pragmas_revisions_and_history(mixed_study: Path) -> None:
 
 
 def test_export_contract(mixed_study: Path, tmp_path: Path) -> None:
-    from voxeval.study.format import load_study
+    from voxassay.study.format import load_study
 
     study = load_study(mixed_study)
     store = StudyStore.for_study(mixed_study)

@@ -107,7 +107,7 @@ def clip_digest(samples: np.ndarray, sample_rate: int) -> str:
     Tests pass their own float audio at any rate; it is resampled and quantised exactly as
     the adapter sends it, so the key matches what the server receives.
     """
-    from voxeval.core.audio import Audio, resample
+    from voxassay.core.audio import Audio, resample
 
     clip = resample(Audio(np.asarray(samples, dtype=np.float32), sample_rate), 16_000)
     buf = io.BytesIO()
@@ -152,8 +152,8 @@ def espeak_speech(text: str, voice: str, speed: float = 1.0) -> tuple[np.ndarray
     )
     if proc.returncode != 0:
         return None
-    from voxeval.core.audio import resample
-    from voxeval.systems.espeak import parse_wav_stream
+    from voxassay.core.audio import resample
+    from voxassay.systems.espeak import parse_wav_stream
 
     audio = resample(parse_wav_stream(proc.stdout), SPEECH_SR)
     return audio.samples, SPEECH_SR

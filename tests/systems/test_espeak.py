@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import Audio, load_audio, resample
-from voxeval.core.errors import BackendUnavailable, InputError
-from voxeval.systems import espeak as espeak_mod
-from voxeval.systems.espeak import build, find_espeak, parse_wav_stream
+from voxassay.core.audio import Audio, load_audio, resample
+from voxassay.core.errors import BackendUnavailable, InputError
+from voxassay.systems import espeak as espeak_mod
+from voxassay.systems.espeak import build, find_espeak, parse_wav_stream
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank."

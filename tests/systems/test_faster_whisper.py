@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import load_audio
-from voxeval.core.errors import InputError, SpecError
-from voxeval.core.registry import REGISTRY
-from voxeval.core.specs import parse_spec
-from voxeval.systems.faster_whisper import FasterWhisperTranscriber, build
-from voxeval.systems.testing import check_transcriber
+from voxassay.core.audio import load_audio
+from voxassay.core.errors import InputError, SpecError
+from voxassay.core.registry import REGISTRY
+from voxassay.core.specs import parse_spec
+from voxassay.systems.faster_whisper import FasterWhisperTranscriber, build
+from voxassay.systems.testing import check_transcriber
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LJ = DATA / "read_speech" / "ljspeech"
@@ -117,11 +117,11 @@ def test_conforms(whisper: FasterWhisperTranscriber) -> None:
 
 
 def test_hub_names_are_refused_without_permission(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("VOXEVAL_ALLOW_DOWNLOADS", raising=False)
+    monkeypatch.delenv("VOXASSAY_ALLOW_DOWNLOADS", raising=False)
     with pytest.raises(InputError, match="download") as err:
         REGISTRY.build("transcribe", "faster-whisper:tiny.en")
-    assert "VOXEVAL_ALLOW_DOWNLOADS=1" in str(err.value)
-    monkeypatch.setenv("VOXEVAL_ALLOW_DOWNLOADS", "1")
+    assert "VOXASSAY_ALLOW_DOWNLOADS=1" in str(err.value)
+    monkeypatch.setenv("VOXASSAY_ALLOW_DOWNLOADS", "1")
     allowed = REGISTRY.build("transcribe", "faster-whisper:tiny.en")  # built, not loaded
     assert allowed.describe()["model"] == "tiny.en" and allowed.language == "en"
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio
-from voxeval.core.errors import InputError, SpecError, SystemOutputError
-from voxeval.core.registry import REGISTRY
-from voxeval.systems.base import Transcript
-from voxeval.systems.mock import MockTranscriber, audio_key, write_table
-from voxeval.systems.python_callable import coerce_transcript
-from voxeval.systems.testing import check_transcriber
+from voxassay.core.audio import load_audio
+from voxassay.core.errors import InputError, SpecError, SystemOutputError
+from voxassay.core.registry import REGISTRY
+from voxassay.systems.base import Transcript
+from voxassay.systems.mock import MockTranscriber, audio_key, write_table
+from voxassay.systems.python_callable import coerce_transcript
+from voxassay.systems.testing import check_transcriber
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LJ = DATA / "read_speech" / "ljspeech"

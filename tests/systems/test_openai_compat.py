@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import Audio, load_audio
-from voxeval.core.errors import InputError, SpecError, SystemOutputError
-from voxeval.core.registry import REGISTRY
-from voxeval.core.specs import parse_spec
-from voxeval.systems.audio_output import EmptyAudioError
-from voxeval.systems.base import Transcript
-from voxeval.systems.openai_chat import OpenAICompatUnderstander
-from voxeval.systems.openai_compat import APIStatusError, OpenAICompatTranscriber, build
-from voxeval.systems.openai_speech import OpenAICompatSynthesizer
-from voxeval.systems.testing import check_transcriber, check_understander
+from voxassay.core.audio import Audio, load_audio
+from voxassay.core.errors import InputError, SpecError, SystemOutputError
+from voxassay.core.registry import REGISTRY
+from voxassay.core.specs import parse_spec
+from voxassay.systems.audio_output import EmptyAudioError
+from voxassay.systems.base import Transcript
+from voxassay.systems.openai_chat import OpenAICompatUnderstander
+from voxassay.systems.openai_compat import APIStatusError, OpenAICompatTranscriber, build
+from voxassay.systems.openai_speech import OpenAICompatSynthesizer
+from voxassay.systems.testing import check_transcriber, check_understander
 
 pytestmark = pytest.mark.live
 
@@ -33,7 +33,7 @@ except ImportError:  # tests laid out as packages
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
 SECRET = "sk-test-0123456789abcdefSECRETVALUE"
-KEY_ENV = "VOXEVAL_TEST_OPENAI_KEY"
+KEY_ENV = "VOXASSAY_TEST_OPENAI_KEY"
 
 
 @pytest.fixture
@@ -312,7 +312,7 @@ def test_understand_refuses_bad_input_before_sending(clip: np.ndarray) -> None:
             system.understand([], "q")
         with pytest.raises(InputError, match="prompt"):
             system.understand([Audio(clip, 16_000)], "  ")
-        with pytest.raises(InputError, match="not voxeval"):
+        with pytest.raises(InputError, match="not voxassay"):
             system.understand([clip], "q")  # type: ignore[list-item]
         with pytest.raises(InputError, match="NaN"):
             system.understand([Audio(np.full(160, np.nan, dtype=np.float32), 16_000)], "q")

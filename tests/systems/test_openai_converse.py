@@ -15,8 +15,8 @@ import pytest
 
 from tests.helpers.duplex import arctic_clip
 from tests.systems.fake_openai_server import FakeOpenAIServer
-from voxeval.core.registry import REGISTRY
-from voxeval.systems.converse import HistoryTurn, Turn
+from voxassay.core.registry import REGISTRY
+from voxassay.systems.converse import HistoryTurn, Turn
 
 pytestmark = pytest.mark.live
 
@@ -67,7 +67,7 @@ def test_a_text_only_server_gives_a_text_only_reply() -> None:
 @pytest.mark.slow
 def test_a_server_deaf_to_audio_gives_no_ao_to_difference(tmp_path: Path) -> None:
     from tests.reference.test_fault_injection import _needs_speech_stack
-    from voxeval.suites.sts.runner import run_sts
+    from voxassay.suites.sts.runner import run_sts
 
     _needs_speech_stack()
     with FakeOpenAIServer(chat_reply="I can help. Would you like me to go ahead?") as server:

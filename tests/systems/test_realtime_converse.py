@@ -15,21 +15,21 @@ import pytest
 from tests.conftest import shared_data
 from tests.reference.test_fault_injection import _needs_speech_stack
 from tests.reference.test_server import serving
-from voxeval.core.registry import REGISTRY
-from voxeval.systems.converse import HistoryTurn, Turn
+from voxassay.core.registry import REGISTRY
+from voxassay.systems.converse import HistoryTurn, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
 
 
 def _reference() -> Any:
-    from voxeval.reference.agent import ReferenceAgent
+    from voxassay.reference.agent import ReferenceAgent
 
     return ReferenceAgent("careful")
 
 
 def test_to_is_a_text_item_and_ao_is_committed_audio() -> None:
     _needs_speech_stack()
-    from voxeval.core.audio import load_audio
+    from voxassay.core.audio import load_audio
 
     clip = load_audio(shared_data() / "read_speech/ljspeech/LJ001-0002.wav", sr=16_000)
     turn = Turn(clip.samples, 16_000, "I would like to book an appointment.", ("urgent",))

@@ -14,16 +14,16 @@ import pytest
 
 from tests.conftest import shared_data
 from tests.systems.fake_openai_server import FakeOpenAIServer
-from voxeval.core.audio import Audio
-from voxeval.core.registry import REGISTRY
-from voxeval.systems.testing import CHECK_TEXT, check_synthesizer
+from voxassay.core.audio import Audio
+from voxassay.core.registry import REGISTRY
+from voxassay.systems.testing import CHECK_TEXT, check_synthesizer
 
 needs_espeak = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng binary not installed"
 )
 ESPEAK_VOICES = ("en-us", "en-us+f3", "en-us+m7", "en-gb", "en-gb-scotland")
 SECRET = "sk-synth-0123456789abcdefSECRET"
-KEY_ENV = "VOXEVAL_TEST_SYNTH_KEY"
+KEY_ENV = "VOXASSAY_TEST_SYNTH_KEY"
 
 
 def mean_mfcc(audio: Audio) -> np.ndarray:
@@ -95,11 +95,11 @@ def test_openai_compat_conforms_against_fake_server(monkeypatch: pytest.MonkeyPa
 
 def test_python_callable_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clip = shared_data() / "read_speech" / "ljspeech" / "LJ001-0002.wav"
-    module = tmp_path / "voxeval_conformance_tts.py"
+    module = tmp_path / "voxassay_conformance_tts.py"
     module.write_text(
         textwrap.dedent(
             f"""
-            from voxeval.core.audio import load_audio
+            from voxassay.core.audio import load_audio
 
             def make():
                 recording = load_audio({str(clip)!r}, sr=None)
@@ -111,7 +111,7 @@ def test_python_callable_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert check_synthesizer("python:voxeval_conformance_tts:make") == []
+    assert check_synthesizer("python:voxassay_conformance_tts:make") == []
 
 
 def test_check_synthesizer_reports_broken_systems() -> None:

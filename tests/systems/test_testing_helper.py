@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio, rms_dbfs
-from voxeval.systems.base import Transcript, Word
-from voxeval.systems.testing import check_transcriber, speechlike_signal
+from voxassay.core.audio import load_audio, rms_dbfs
+from voxassay.systems.base import Transcript, Word
+from voxassay.systems.testing import check_transcriber, speechlike_signal
 
 pytestmark = pytest.mark.live
 
@@ -63,7 +63,7 @@ class Adapter:
         if self.defects.get("describe_leaks"):
             import os
 
-            return {"model": "m", "auth": os.environ["VOXEVAL_TEST_API_KEY"]}
+            return {"model": "m", "auth": os.environ["VOXASSAY_TEST_API_KEY"]}
         return {"model": "m"}
 
 
@@ -99,10 +99,10 @@ def test_repeat_check_catches_nondeterminism() -> None:
 
 
 def test_secret_in_describe_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VOXEVAL_TEST_API_KEY", "sk-live-abcdef123456")
+    monkeypatch.setenv("VOXASSAY_TEST_API_KEY", "sk-live-abcdef123456")
     problems = check_transcriber(Adapter(describe_leaks=True))
     assert problems == [
-        "describe() contains the value of secret environment variable(s) VOXEVAL_TEST_API_KEY"
+        "describe() contains the value of secret environment variable(s) VOXASSAY_TEST_API_KEY"
     ]
 
 
@@ -157,9 +157,9 @@ def test_speechlike_signal_is_deterministic_and_voiced() -> None:
 def test_adapter_modules_import_without_heavy_packages() -> None:
     code = (
         "import sys\n"
-        "import voxeval.systems.faster_whisper, voxeval.systems.pocketsphinx\n"
-        "import voxeval.systems.openai_compat, voxeval.systems.python_callable\n"
-        "import voxeval.systems.mock, voxeval.systems.testing\n"
+        "import voxassay.systems.faster_whisper, voxassay.systems.pocketsphinx\n"
+        "import voxassay.systems.openai_compat, voxassay.systems.python_callable\n"
+        "import voxassay.systems.mock, voxassay.systems.testing\n"
         "heavy = {'faster_whisper', 'ctranslate2', 'pocketsphinx', 'httpx', 'soundfile', 'av'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )

@@ -46,12 +46,12 @@ from pathlib import Path
 HERE = Path(__file__).parent
 REPO = HERE.parents[2]
 KIT = REPO.parent / "shared" / "duplex_truth_dev" / "wav"
-MATRIX = "src/voxeval/suites/duplex/data/example_matrix.yaml"
+MATRIX = "src/voxassay/suites/duplex/data/example_matrix.yaml"
 
 
-def voxeval(*args: str) -> Path:
+def voxassay(*args: str) -> Path:
     out = subprocess.run(
-        [sys.executable, "-m", "voxeval.cli.main", *args],
+        [sys.executable, "-m", "voxassay.cli.main", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -68,7 +68,7 @@ def save(name: str, text: str) -> None:
 
 
 def gate(run: Path, baseline: Path, name: str, work: Path) -> None:
-    folder = voxeval(
+    folder = voxassay(
         "duplex",
         "gate",
         str(run),
@@ -103,7 +103,7 @@ def main(work: Path, policies_only: bool = False) -> None:
         if done:  # a run made earlier by this script with the same code
             runs[policy] = done[-1]
             continue
-        runs[policy] = voxeval(
+        runs[policy] = voxassay(
             "duplex",
             "run",
             "--scenarios",
@@ -123,7 +123,7 @@ def main(work: Path, policies_only: bool = False) -> None:
         for policy in ("careful", "naive"):
             save(f"{policy}.report.json", (runs[policy] / "report.json").read_text())
         for policy, other in (("careful", "naive"), ("naive", "careful")):
-            folder = voxeval(  # today's ``duplex gate`` writes into the run (a scratch copy)
+            folder = voxassay(  # today's ``duplex gate`` writes into the run (a scratch copy)
                 "duplex", "gate", str(runs[policy]), "--matrix", MATRIX,
                 "--baseline", str(runs[other]),
             )  # fmt: skip
@@ -131,7 +131,7 @@ def main(work: Path, policies_only: bool = False) -> None:
         return
     calls = {}
     for name in ("d02_bargein_cut_200", "d03_bargein_cut_450"):
-        calls[name] = voxeval(
+        calls[name] = voxassay(
             "duplex", "score", "--stereo", str(KIT / f"{name}.wav"), "--out", str(work / name)
         )
     for name, run in (
@@ -152,9 +152,9 @@ def realtime(work: Path) -> None:
 
     # the module names of the checkout the goldens are made on (78ed857)
     import_realtime_log = importlib.import_module(
-        "voxeval.suites.duplex.realtime_import"
+        "voxassay.suites.duplex.realtime_import"
     ).import_realtime_log
-    metrics = importlib.import_module("voxeval.suites.duplex.metrics")
+    metrics = importlib.import_module("voxassay.suites.duplex.metrics")
     pairs_from_events, summarize = metrics.pairs_from_events, metrics.summarize
 
     log = write_wrapped(work / "ga.jsonl", ga_session())

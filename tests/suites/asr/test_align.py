@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.suites.asr.align import ErrorCounts, align_words, count_char_errors, count_errors
-from voxeval.suites.asr.normalize import get_normalizer
+from voxassay.suites.asr.align import ErrorCounts, align_words, count_char_errors, count_errors
+from voxassay.suites.asr.normalize import get_normalizer
 
 PARITY = Path(__file__).resolve().parents[3].parent / "shared" / "parity"
 

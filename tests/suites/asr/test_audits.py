@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxeval.core.audio import Audio, rms_dbfs
-from voxeval.core.items import Item
-from voxeval.core.records import Record
-from voxeval.suites.asr.audits import (
+from voxassay.core.audio import Audio, rms_dbfs
+from voxassay.core.items import Item
+from voxassay.core.records import Record
+from voxassay.suites.asr.audits import (
     CONVENTIONS_VERSION,
     DEFAULT_CONVENTIONS,
     build_masked_items,
@@ -497,7 +497,7 @@ def _read_speech_items(n: int) -> list[Item]:
 @needs_data
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed")
 def test_build_synthetic_items_with_espeak(tmp_path: Path) -> None:
-    from voxeval.systems.espeak import build
+    from voxassay.systems.espeak import build
 
     synth = build("espeak-ng:en-us")
     sources = _read_speech_items(2)
@@ -525,7 +525,7 @@ def test_build_synthetic_items_with_espeak(tmp_path: Path) -> None:
 @pytest.mark.slow
 @needs_data
 def test_build_synthetic_items_with_piper(tmp_path: Path) -> None:
-    piper = pytest.importorskip("voxeval.systems.piper")
+    piper = pytest.importorskip("voxassay.systems.piper")
     pytest.importorskip("piper")
     synth = piper.build("piper", "synthesize")
     items = build_synthetic_items(_read_speech_items(1)[:1], synth, tmp_path)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import Audio, load_audio, write_wav
-from voxeval.core.items import Item, load_manifest, write_manifest
-from voxeval.suites.asr.conditions import (
+from voxassay.core.audio import Audio, load_audio, write_wav
+from voxassay.core.items import Item, load_manifest, write_manifest
+from voxassay.suites.asr.conditions import (
     PEAK_CEILING,
     active_mask,
     active_speech_level,

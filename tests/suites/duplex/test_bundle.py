@@ -1,4 +1,4 @@
-"""`voxeval duplex score BUNDLE...`: evidence bundles built from the real two-channel calls of
+"""`voxassay duplex score BUNDLE...`: evidence bundles built from the real two-channel calls of
 the duplex truth kit, scored end to end (validation, evidence level, acoustic events, ledger
 latencies, behaviour with scenario labels, task, causal slices, report, compare, baseline),
 and every kind of bad input scored around."""
@@ -17,10 +17,10 @@ import yaml
 from click.testing import CliRunner
 
 from tests.helpers.loop import add_loop_artifacts
-from voxeval.cli.main import cli
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.contracts.duplex.manifest import file_entry
-from voxeval.core.runstore import RunStore
+from voxassay.cli.main import cli
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.contracts.duplex.manifest import file_entry
+from voxassay.core.runstore import RunStore
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 SR = 16_000
@@ -470,7 +470,7 @@ def test_kit_bundles_scored_end_to_end(kit_run: tuple[Path, dict[str, Any]]) -> 
 
 @pytest.mark.slow
 def test_gates_read_a_bundle_run(kit_run: tuple[Path, dict[str, Any]]) -> None:
-    from voxeval.suites.duplex.gate_table import metric_table_from_run
+    from voxassay.suites.duplex.gate_table import metric_table_from_run
 
     run, _ = kit_run
     table = metric_table_from_run(run)
@@ -522,8 +522,8 @@ def edit_ledger(folder: Path, fn: Callable[[list[str]], list[str]]) -> None:
 
 
 def test_discovery_keys_and_repeats(small: Path, tmp_path: Path) -> None:
-    from voxeval.core.errors import InputError
-    from voxeval.suites.duplex.evidence.bundle_io import find_bundles, plan_bundles
+    from voxassay.core.errors import InputError
+    from voxassay.suites.duplex.evidence.bundle_io import find_bundles, plan_bundles
 
     assert [p.name for p in find_bundles([small])] == ["d02", "d05", "d06"]
     assert find_bundles([small / "d02" / "manifest.json"]) == [small / "d02"]
@@ -549,7 +549,7 @@ def test_discovery_keys_and_repeats(small: Path, tmp_path: Path) -> None:
 
 
 def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d05", tmp_path / "b")
     m = json.loads((b / "manifest.json").read_text())
@@ -562,7 +562,7 @@ def test_self_declared_level_is_ignored_and_tampering_counts(small: Path, tmp_pa
 
 
 def test_bad_ledger_lines_are_reported_and_the_rest_scored(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     clean = score_bundle_folder(small / "d02").output.to_output()
     b = copy_bundle(small / "d02", tmp_path / "b")
@@ -589,7 +589,7 @@ def test_bad_ledger_lines_are_reported_and_the_rest_scored(small: Path, tmp_path
 
 
 def test_missing_events_are_censored_never_zero(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", "d02_bargein_cut_200", drop_types=("playback.started",))
     out = score_bundle_folder(b).output.to_output()
@@ -608,7 +608,7 @@ def test_missing_events_are_censored_never_zero(small: Path, tmp_path: Path) -> 
 
 
 def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     name = "d02_bargein_cut_200"
     base = score_bundle_folder(small / "d02").output.to_output()
@@ -636,7 +636,7 @@ def test_clock_skew_is_corrected_by_clock_records(small: Path, tmp_path: Path) -
 
 
 def test_non_monotonic_timestamps_are_warned_and_scored(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d02", tmp_path / "b")
 
@@ -690,7 +690,7 @@ def test_broken_bundles_are_error_records_and_the_run_goes_on(small: Path, tmp_p
     (bad / "manifest.json").write_text('{"session_id": "x",\n  oops}\n')
 
     # the bundle whose manifest cannot be read is attributed to no system: that "system"
-    # failed every item, so the command exits 1 (voxeval.core.failures), with the run written
+    # failed every item, so the command exits 1 (voxassay.core.failures), with the run written
     _, out, err = invoke(["duplex", "score", str(root), "--out", str(tmp_path / "runs")], code=1)
     path = Path(out.strip().splitlines()[-1])
     assert "unknown-system: 1/1 failed: invalid-manifest:" in err
@@ -716,7 +716,7 @@ def test_broken_bundles_are_error_records_and_the_run_goes_on(small: Path, tmp_p
 
 
 def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = copy_bundle(small / "d02", tmp_path / "b")
     clean = score_bundle_folder(b).output.to_output()
@@ -734,7 +734,7 @@ def test_stereo_mixed_wav_alone_is_enough(small: Path, tmp_path: Path) -> None:
 
 
 def test_labels_need_truth_events(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", "d05_backchannel_agent_continues", drop_types=())
     edit_ledger(b, lambda ls: [x for x in ls if '"segment_id": "bc2"' not in x])
@@ -824,9 +824,9 @@ def test_what_changed_against_a_baseline(two_versions: tuple[Path, Path]) -> Non
 
 
 def test_paired_units_feed_compare(two_versions: tuple[Path, Path]) -> None:
-    from voxeval.core.registry import REGISTRY
-    from voxeval.report.compare import compare_runs
-    from voxeval.suites.duplex.paired import paired_units
+    from voxassay.core.registry import REGISTRY
+    from voxassay.report.compare import compare_runs
+    from voxassay.suites.duplex.paired import paired_units
 
     base, cur = two_versions
     ub = paired_units(RunStore.open(base))
@@ -856,7 +856,7 @@ def test_paired_units_feed_compare(two_versions: tuple[Path, Path]) -> None:
 
 
 def test_paired_units_of_a_recordings_run(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.paired import paired_units
+    from voxassay.suites.duplex.paired import paired_units
 
     kit()
     run = run_dir(
@@ -872,8 +872,8 @@ def test_paired_units_of_a_recordings_run(tmp_path: Path) -> None:
 
 
 def test_subjective_preferences_are_their_own_group(small: Path, tmp_path: Path) -> None:
-    from voxeval.report import write_report
-    from voxeval.stats.intervals import wilson_interval
+    from voxassay.report import write_report
+    from voxassay.stats.intervals import wilson_interval
 
     run = run_dir([str(small / "d05"), str(small / "d06"), "--out", str(tmp_path)])
     before = report_of(run)
@@ -901,8 +901,8 @@ def test_subjective_preferences_are_their_own_group(small: Path, tmp_path: Path)
 
 
 def test_a_killed_bundle_run_resumes_without_rescoring(small: Path, tmp_path: Path) -> None:
-    from voxeval.suites.duplex.evidence.bundle_io import plan_bundles
-    from voxeval.suites.duplex.scoring.score_run import score_bundles
+    from voxassay.suites.duplex.evidence.bundle_io import plan_bundles
+    from voxassay.suites.duplex.scoring.score_run import score_bundles
 
     out = tmp_path / "runs"
     refs = plan_bundles([small])
@@ -944,7 +944,7 @@ def test_bystander_lines_without_intents_are_not_respondable_points(tmp_path: Pa
     turn. With its segments' intents removed, its role alone keeps its ends from opening a
     response_first_* wait (before roles counted, each opened one that the next speech
     withdrew) and its onsets from withdrawing the user's."""
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     name = "d09_bystander_speech"
     b = build_bundle(tmp_path / "b", name)

@@ -1,5 +1,5 @@
 """Acceptance gates: preconditions, evidence, thresholds, baseline regressions, the one
-recommendation, JUnit XML and `voxeval duplex gate` on real and constructed runs."""
+recommendation, JUnit XML and `voxassay duplex gate` on real and constructed runs."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from voxeval.cli.main import cli
-from voxeval.contracts.duplex.matrix import AcceptanceMatrix
-from voxeval.stats.intervals import newcombe_diff
-from voxeval.suites.duplex.gate_output import GATE_FILES, render_text, write_junit
-from voxeval.suites.duplex.gate_table import metric_table_from_report, metric_table_from_run
-from voxeval.suites.duplex.gate_types import (
+from voxassay.cli.main import cli
+from voxassay.contracts.duplex.matrix import AcceptanceMatrix
+from voxassay.stats.intervals import newcombe_diff
+from voxassay.suites.duplex.gate_output import GATE_FILES, render_text, write_junit
+from voxassay.suites.duplex.gate_table import metric_table_from_report, metric_table_from_run
+from voxassay.suites.duplex.gate_types import (
     PRECEDENCE,
     GateStatus,
     Measurement,
@@ -30,15 +30,15 @@ from voxeval.suites.duplex.gate_types import (
     RowLabel,
     RunProvenance,
 )
-from voxeval.suites.duplex.gates import evaluate_matrix
-from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX
+from voxassay.suites.duplex.gates import evaluate_matrix
+from voxassay.suites.duplex.live.scenarios import EXAMPLE_MATRIX
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 PROV = RunProvenance(
     run_id="cur",
     systems=["agent:v2"],
     packages={"numpy": "2.0"},
-    voxeval_version="0.1.0",
+    voxassay_version="0.1.0",
     config_recorded=True,
 )
 
@@ -188,7 +188,7 @@ def test_unknown_metric_is_unknown_never_pass() -> None:
     made_up, grounded = rep.gates
     assert made_up.status == GateStatus.UNKNOWN and made_up.label == RowLabel.UNKNOWN
     assert made_up.preconditions[0].ok is False and made_up.value is None
-    # voxeval computes grounded completion; this run just has no evidence for it
+    # voxassay computes grounded completion; this run just has no evidence for it
     assert grounded.status == GateStatus.UNKNOWN and grounded.label == RowLabel.IMPLEMENTED
     assert rep.recommendation == Recommendation.COLLECT_MORE_DATA
 
@@ -418,7 +418,7 @@ def test_rate_regression_and_trade_off() -> None:
         "worsened": [f"fc ({fc.baseline.diff:.4g})"],
     }
     assert any(x.startswith("trade-off vs baseline") for x in rep.reasons)
-    # the same sessions in both runs: the paired bootstrap of `voxeval compare`
+    # the same sessions in both runs: the paired bootstrap of `voxassay compare`
     sess = [f"s{i % 10}" for i in range(100)]
     paired = evaluate_matrix(
         m,
@@ -518,7 +518,7 @@ def test_table_from_bundle_style_report(tmp_path: Path) -> None:
 
 
 def test_table_from_report_needs_a_system_choice() -> None:
-    from voxeval.core.errors import InputError
+    from voxassay.core.errors import InputError
 
     report = {"suite": "duplex", "systems": [{"system": "a"}, {"system": "b"}]}
     with pytest.raises(InputError, match="several systems"):
@@ -677,7 +677,7 @@ def test_a_broken_sidecar_is_an_input_error_before_any_work(tmp_path: Path) -> N
 
 
 def load_example() -> AcceptanceMatrix:
-    from voxeval.suites.duplex.evidence.validate import load_matrix
+    from voxassay.suites.duplex.evidence.validate import load_matrix
 
     return load_matrix(EXAMPLE_MATRIX)
 
@@ -862,7 +862,7 @@ def _bundle_run(path: Path, *, level_s2: str) -> Path:
     info = {
         "run_id": path.name,
         "suite": "duplex",
-        "voxeval_version": "0.1.0",
+        "voxassay_version": "0.1.0",
         "config": {"systems": ["agent:v2"], "mode": "bundles"},
         "packages": {"numpy": "2.0"},
     }

@@ -26,11 +26,11 @@ from click.testing import CliRunner
 from tests.conftest import SHARED
 from tests.helpers.duplex import default_set_run
 from tests.reference.test_fault_injection import _needs_speech_stack
-from voxeval.cli.main import cli
+from voxassay.cli.main import cli
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "duplex"
 KIT = SHARED / "duplex_truth_dev" / "wav"
-MATRIX = Path(__file__).parents[3] / "src/voxeval/suites/duplex/data/example_matrix.yaml"
+MATRIX = Path(__file__).parents[3] / "src/voxassay/suites/duplex/data/example_matrix.yaml"
 ID_FIELDS = ("id", "key", "gate_id", "metric", "name", "session_id", "system")
 VOLATILE = frozenset(
     {
@@ -192,9 +192,9 @@ def gate_json(run: Path, baseline: Path) -> Any:
 
 def gate_dict(run: Path, baseline: Path) -> Any:
     """The same GateReport through the Python API, writing nothing (for shared runs)."""
-    from voxeval.suites.duplex.evidence.validate import load_matrix
-    from voxeval.suites.duplex.gate_table import metric_table_from_run
-    from voxeval.suites.duplex.gates import evaluate_matrix
+    from voxassay.suites.duplex.evidence.validate import load_matrix
+    from voxassay.suites.duplex.gate_table import metric_table_from_run
+    from voxassay.suites.duplex.gates import evaluate_matrix
 
     table, base = metric_table_from_run(run), metric_table_from_run(baseline)
     report = evaluate_matrix(load_matrix(MATRIX), table, baseline=base)
@@ -235,8 +235,8 @@ def test_careful_and_naive_runs_match_their_goldens(
 
 def assert_report_and_gate_agree(run: Path, baseline: Path, gate: Any) -> None:
     """The report's what-changed and the gate's baseline check give one interval per figure."""
-    from voxeval.core.runstore import RunStore
-    from voxeval.suites.duplex.report import build_report
+    from voxassay.core.runstore import RunStore
+    from voxassay.suites.duplex.report import build_report
 
     report = build_report(RunStore.open(run), baseline=baseline)
     (comparison,) = report["what_changed"]["comparisons"]
@@ -273,8 +273,8 @@ def test_a_scored_stereo_call_matches_its_golden(tmp_path: Path) -> None:
 
 def test_an_imported_realtime_log_matches_its_golden(tmp_path: Path) -> None:
     from tests.suites.duplex.test_realtime_import import ga_session, write_wrapped
-    from voxeval.suites.duplex.evidence.realtime_import import import_realtime_log
-    from voxeval.suites.duplex.scoring.latency import pairs_from_events, summarize
+    from voxassay.suites.duplex.evidence.realtime_import import import_realtime_log
+    from voxassay.suites.duplex.scoring.latency import pairs_from_events, summarize
 
     result = import_realtime_log(write_wrapped(tmp_path / "ga.jsonl", ga_session()))
     summary = summarize(pairs_from_events(result.events), split_by=())

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from voxeval.contracts.duplex.common import Problem
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.suites.duplex.evidence.ledger import (
+from voxassay.contracts.duplex.common import Problem
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.suites.duplex.evidence.ledger import (
     EventWriter,
     order_by_causality,
     producer_clocks,
@@ -183,8 +183,8 @@ def test_an_id_rule_against_a_producers_own_order_does_not_delay_other_events() 
     decision = make("turn.decision", "agent", 4_000_000, seq=1, response_id="r1")
     created = make("response.created", "agent", 4_000_000, seq=2, response_id="r1")
     started = make("playback.started", "player", 4_100_000, response_id="r1", playback_id="p1")
-    late_a = make("acoustic.speech_started", "voxeval.acoustic", 5_000_000)
-    late_b = make("acoustic.speech_stopped", "voxeval.acoustic", 9_000_000)
+    late_a = make("acoustic.speech_started", "voxassay.acoustic", 5_000_000)
+    late_b = make("acoustic.speech_stopped", "voxassay.acoustic", 9_000_000)
     ordered = order_by_causality([late_b, late_a, started, created, decision])
     assert [e.event_type for e in ordered] == [
         "turn.decision",

@@ -19,26 +19,26 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.contracts.duplex.manifest import BundleManifest, ClockInfo, SystemInfo
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.stats import percentiles
-from voxeval.stats.percentiles import summarize_values
-from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
-from voxeval.suites.duplex.scoring import turns
-from voxeval.suites.duplex.scoring.latency import (
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.contracts.duplex.manifest import BundleManifest, ClockInfo, SystemInfo
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.stats import percentiles
+from voxassay.stats.percentiles import summarize_values
+from voxassay.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxassay.suites.duplex.scoring import turns
+from voxassay.suites.duplex.scoring.latency import (
     MetricAccumulator,
     NonMonotonicTimestampWarning,
     pairs_from_events,
     summarize,
 )
-from voxeval.suites.duplex.scoring.latency_pairs import (
+from voxassay.suites.duplex.scoring.latency_pairs import (
     DEFAULT_PAIRS,
     PairDef,
     definitions_table,
     on,
 )
-from voxeval.suites.duplex.scoring.latency_table import (
+from voxassay.suites.duplex.scoring.latency_table import (
     ALL_SPLIT_FIELDS,
     LatencyPair,
     LatencyTable,

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from voxeval.cli.duplex import duplex
-from voxeval.contracts.duplex.common import Problem
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.contracts.duplex.realtime import CLIENT_PRODUCER, SERVER_PRODUCER
-from voxeval.suites.duplex.evidence.ledger import read_events
-from voxeval.suites.duplex.evidence.realtime_import import ImportResult, import_realtime_log
-from voxeval.suites.duplex.evidence.realtime_records import ONE_SIDED_WINDOW_NS, detect_time_unit
-from voxeval.suites.duplex.evidence.validate import validate_path
+from voxassay.cli.duplex import duplex
+from voxassay.contracts.duplex.common import Problem
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.contracts.duplex.realtime import CLIENT_PRODUCER, SERVER_PRODUCER
+from voxassay.suites.duplex.evidence.ledger import read_events
+from voxassay.suites.duplex.evidence.realtime_import import ImportResult, import_realtime_log
+from voxassay.suites.duplex.evidence.realtime_records import ONE_SIDED_WINDOW_NS, detect_time_unit
+from voxassay.suites.duplex.evidence.validate import validate_path
 
 Step = tuple[float, str, dict[str, Any]]
 S = "server"
@@ -533,7 +533,7 @@ def test_ga_session_keeps_ids_and_barge_in_facts(tmp_path: Path) -> None:
 
 def test_ledger_is_written_without_audio_and_validates(tmp_path: Path) -> None:
     result = import_realtime_log(write_wrapped(tmp_path / "ga.jsonl", ga_session()))
-    from voxeval.suites.duplex.evidence.ledger import write_events
+    from voxassay.suites.duplex.evidence.ledger import write_events
 
     ledger = tmp_path / "events.jsonl"
     write_events(ledger, result.events)
@@ -593,7 +593,7 @@ def test_beta_names_give_the_same_ledger(tmp_path: Path) -> None:
     assert beta.stats["summarised"]["response.output_audio_transcript.delta"] == 2
     assert only(beta, "response.done")[1].data["transcript"] == "It's 18 degrees and cloudy"
     path = tmp_path / "beta-events.jsonl"
-    from voxeval.suites.duplex.evidence.ledger import write_events
+    from voxassay.suites.duplex.evidence.ledger import write_events
 
     write_events(path, beta.events)
     assert no_errors(path) == []
@@ -712,7 +712,7 @@ def test_webrtc_buffer_events_and_server_side_truncation(tmp_path: Path) -> None
         SERVER_PRODUCER
     ]
     ledger = tmp_path / "events.jsonl"
-    from voxeval.suites.duplex.evidence.ledger import write_events
+    from voxassay.suites.duplex.evidence.ledger import write_events
 
     write_events(ledger, result.events)
     assert no_errors(ledger) == []

@@ -22,14 +22,14 @@ from tests.suites.duplex.test_bundle import (
     report_of,
     run_dir,
 )
-from voxeval.contracts.duplex.event import Event
-from voxeval.suites.duplex.scoring.history import (
+from voxassay.contracts.duplex.event import Event
+from voxassay.suites.duplex.scoring.history import (
     HISTORY_TOLERANCE_MS,
     AgentCut,
     history_consistency,
 )
-from voxeval.suites.duplex.scoring.recovery import is_fault, recovery_accuracy
-from voxeval.suites.duplex.scoring.score import score_bundle_folder
+from voxassay.suites.duplex.scoring.recovery import is_fault, recovery_accuracy
+from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
 D02 = "d02_bargein_cut_200"
 """User u2 barges in at 5.516 s; the agent's answer a1 (playback from 2.726 s) is cut after
@@ -267,7 +267,7 @@ def test_expected_keep_on_a_response_that_was_not_cut(tmp_path: Path) -> None:
 
 
 def test_history_from_features_json_of_a_redacted_bundle(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.evidence.redact import redact_bundle
+    from voxassay.suites.duplex.evidence.redact import redact_bundle
 
     src = build_bundle(tmp_path / "src", D02, transform=_played(D02_HEARD_MS + 1500))
     dst = tmp_path / "red"
@@ -456,7 +456,7 @@ def after_break_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_rows_per_hour_and_gates(after_break_run: Path) -> None:
-    from voxeval.suites.duplex.gate_table import metric_table_from_run
+    from voxassay.suites.duplex.gate_table import metric_table_from_run
 
     report = report_of(after_break_run)
     system = report["systems"][0]

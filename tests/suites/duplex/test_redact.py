@@ -24,11 +24,11 @@ from tests.suites.duplex.test_bundle import (
     pair_values,
     report_of,
 )
-from voxeval.contracts.duplex.evidence import FEATURES_FILE, REDACTED_REASON
-from voxeval.core.runstore import RunStore
-from voxeval.suites.duplex.evidence.bundle_io import BundleError
-from voxeval.suites.duplex.evidence.redact import loudness_envelope, mask_text, redact_bundle
-from voxeval.suites.duplex.scoring.score import masked_transcripts, score_bundle_folder
+from voxassay.contracts.duplex.evidence import FEATURES_FILE, REDACTED_REASON
+from voxassay.core.runstore import RunStore
+from voxassay.suites.duplex.evidence.bundle_io import BundleError
+from voxassay.suites.duplex.evidence.redact import loudness_envelope, mask_text, redact_bundle
+from voxassay.suites.duplex.scoring.score import masked_transcripts, score_bundle_folder
 
 
 def sha(path: Path) -> str:
@@ -244,7 +244,7 @@ def test_score_redact_cli_keeps_no_raw_audio(tmp_path: Path) -> None:
 
 def test_validate_accepts_a_redacted_bundle_without_raw_audio(source: Path, tmp_path: Path) -> None:
     """`duplex validate` on a redacted bundle: no "required file missing" for the dropped WAVs."""
-    from voxeval.suites.duplex.evidence.validate import validate_path
+    from voxassay.suites.duplex.evidence.validate import validate_path
 
     dst = tmp_path / "redacted"
     redact_bundle(source, dst)
@@ -260,7 +260,7 @@ def test_validate_accepts_a_redacted_bundle_without_raw_audio(source: Path, tmp_
 
 def rehash(folder: Path) -> None:
     """Rewrite the manifest's file list hashes after a test edited a bundle file."""
-    from voxeval.contracts.duplex.manifest import file_entry
+    from voxassay.contracts.duplex.manifest import file_entry
 
     m = json.loads((folder / "manifest.json").read_text())
     m["files"] = [
@@ -288,14 +288,14 @@ def edited_copy(redacted: Path, dst: Path, edit_features: Any = None, edit_manif
 
 
 def assessment(folder: Path) -> Any:
-    from voxeval.contracts.duplex.evidence import assess_evidence
-    from voxeval.suites.duplex.evidence.validate import load_manifest
+    from voxassay.contracts.duplex.evidence import assess_evidence
+    from voxassay.suites.duplex.evidence.validate import load_manifest
 
     return assess_evidence(load_manifest(folder / "manifest.json"), folder)
 
 
 def test_consistent_redaction_keeps_the_level_and_validate_says_redacted(redacted: Path) -> None:
-    from voxeval.suites.duplex.evidence.validate import validate_path
+    from voxassay.suites.duplex.evidence.validate import validate_path
 
     a = assessment(redacted)
     assert a.level == "L3" and a.contradictions == []
@@ -327,7 +327,7 @@ def test_consistent_redaction_keeps_the_level_and_validate_says_redacted(redacte
 def test_missing_or_inconsistent_redaction_record_stays_a_contradiction(
     redacted: Path, tmp_path: Path, what: str, edit: Any
 ) -> None:
-    from voxeval.suites.duplex.evidence.validate import validate_path
+    from voxassay.suites.duplex.evidence.validate import validate_path
 
     dst = edited_copy(redacted, tmp_path / "b", edit_features=edit)
     a = assessment(dst)
@@ -381,7 +381,7 @@ def test_redacted_bundle_never_rises_above_its_source_level(redacted: Path, tmp_
 
 def test_gates_read_the_redacted_level(source: Path, tmp_path: Path) -> None:
     """A run scored from redacted L3 bundles is measured at L3 (gates use the level)."""
-    from voxeval.suites.duplex.gate_table import metric_table_from_report
+    from voxassay.suites.duplex.gate_table import metric_table_from_report
 
     (tmp_path / "in").mkdir()
     shutil.copytree(source, tmp_path / "in" / "d02")
@@ -684,7 +684,7 @@ def test_a_business_file_that_cannot_be_read_is_not_copied(personal: Path, tmp_p
 
 
 def test_personal_data_rule() -> None:
-    from voxeval.suites.duplex.evidence.personal_data import PersonalDataMasker, key_class
+    from voxassay.suites.duplex.evidence.personal_data import PersonalDataMasker, key_class
 
     personal = [
         "name",

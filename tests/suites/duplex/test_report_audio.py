@@ -14,8 +14,8 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
-from voxeval.cli.main import cli
-from voxeval.report.clips import PAGE_BUDGET
+from voxassay.cli.main import cli
+from voxassay.report.clips import PAGE_BUDGET
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -15,20 +15,20 @@ from pydantic import ValidationError
 
 from tests.helpers.duplex import arctic_clip, needs_speech
 from tests.helpers.loop import add_loop_artifacts
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.contracts.duplex.evidence import derive_evidence_level, evidence_at_least
-from voxeval.contracts.duplex.manifest import BundleManifest, FileEntry, sha256_file
-from voxeval.contracts.duplex.matrix import Gate
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.contracts.duplex.schemas import SCHEMA_KINDS, SCHEMAS_DIR, schema_text
-from voxeval.contracts.duplex.vocabulary import (
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.contracts.duplex.evidence import derive_evidence_level, evidence_at_least
+from voxassay.contracts.duplex.manifest import BundleManifest, FileEntry, sha256_file
+from voxassay.contracts.duplex.matrix import Gate
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.contracts.duplex.schemas import SCHEMA_KINDS, SCHEMAS_DIR, schema_text
+from voxassay.contracts.duplex.vocabulary import (
     Category,
     Role,
     is_known_event_type,
     unknown_event_hint,
 )
-from voxeval.suites.duplex.evidence.validate import load_matrix, load_scenarios
-from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX, SCENARIOS_DIR
+from voxassay.suites.duplex.evidence.validate import load_matrix, load_scenarios
+from voxassay.suites.duplex.live.scenarios import EXAMPLE_MATRIX, SCENARIOS_DIR
 
 # --------------------------------------------------------------------------- scenarios
 
@@ -405,15 +405,15 @@ def test_gate_comparators_and_default_n() -> None:
 def test_committed_schemas_are_up_to_date(kind: str) -> None:
     committed = (SCHEMAS_DIR / f"{kind}.json").read_text(encoding="utf-8")
     assert committed == schema_text(kind), (
-        f"schemas/{kind}.json is stale: run `voxeval duplex schema --out "
-        "src/voxeval/contracts/duplex/schemas`"
+        f"schemas/{kind}.json is stale: run `voxassay duplex schema --out "
+        "src/voxassay/contracts/duplex/schemas`"
     )
     body = json.loads(committed)
-    assert body["$id"] == f"urn:voxeval:duplex:{kind}:v{2 if kind == 'matrix' else 1}"
+    assert body["$id"] == f"urn:voxassay:duplex:{kind}:v{2 if kind == 'matrix' else 1}"
 
 
 def test_schema_cli_writes_and_prints(tmp_path: Path) -> None:
-    from voxeval.cli.duplex import SCHEMA_KIND_CHOICES, duplex
+    from voxassay.cli.duplex import SCHEMA_KIND_CHOICES, duplex
 
     assert SCHEMA_KIND_CHOICES == SCHEMA_KINDS
     result = CliRunner().invoke(duplex, ["schema", "--out", str(tmp_path)])
@@ -421,7 +421,7 @@ def test_schema_cli_writes_and_prints(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.json" for k in SCHEMA_KINDS)
     assert (tmp_path / "event.json").read_text() == schema_text("event")
     one = CliRunner().invoke(duplex, ["schema", "event"])
-    assert json.loads(one.output)["$id"] == "urn:voxeval:duplex:event:v1"
+    assert json.loads(one.output)["$id"] == "urn:voxassay:duplex:event:v1"
     bad = CliRunner().invoke(duplex, ["schema", "nope"])
     assert bad.exit_code == 2
 
@@ -438,7 +438,7 @@ def test_exported_schemas_accept_the_examples_and_reject_broken_ones() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     import yaml
 
-    from voxeval.suites.duplex.evidence.validate import _Loader
+    from voxassay.suites.duplex.evidence.validate import _Loader
 
     scenario_schema = json.loads((SCHEMAS_DIR / "scenario.json").read_text())
     validator = jsonschema.Draft202012Validator(scenario_schema)

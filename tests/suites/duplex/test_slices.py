@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from voxeval.contracts.duplex.event import Event
-from voxeval.suites.duplex.scoring.history import AgentCut, history_consistency
-from voxeval.suites.duplex.scoring.recovery import recovery_accuracy
-from voxeval.suites.duplex.scoring.recovery_slices import history_slice, recovery_slice
+from voxassay.contracts.duplex.event import Event
+from voxassay.suites.duplex.scoring.history import AgentCut, history_consistency
+from voxassay.suites.duplex.scoring.recovery import recovery_accuracy
+from voxassay.suites.duplex.scoring.recovery_slices import history_slice, recovery_slice
 
 Timed = tuple[Event, float]
 
@@ -357,7 +357,7 @@ def with_fault(events: list[Event]) -> list[Event]:
 
 def test_bundle_slices_link_the_agents_own_ids_by_time(tmp_path: Path) -> None:
     from tests.suites.duplex.test_bundle import build_bundle
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     b = build_bundle(tmp_path / "b", D06, decisions={"bc1": "interrupt"}, transform=with_fault)
     slices = score_bundle_folder(b).output.to_output()["slices"]

@@ -1,4 +1,4 @@
-"""`voxeval duplex score` on real two-channel calls with constructed truth."""
+"""`voxassay duplex score` on real two-channel calls with constructed truth."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
-from voxeval.cli.main import cli, main
+from voxassay.cli.main import cli, main
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 
@@ -141,21 +141,21 @@ def test_a_named_mono_file_is_exit_2_and_bad_files_in_a_folder_are_error_records
 def test_score_call_gives_what_duplex_score_stores(tmp_path: Path) -> None:
     """The Python API scores a call as the CLI does: from the stereo file, from its two sides
     as samples, and with the channels swapped (user_channel=1)."""
-    import voxeval
+    import voxassay
 
     _kit()
     path = KIT / "wav" / "d02_bargein_cut_200.wav"
     run = _invoke(["duplex", "score", "--stereo", str(path), "--out", str(tmp_path)])
     (record,) = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
-    score = voxeval.score_call(path)
+    score = voxassay.score_call(path)
     assert score.segments == record["output"]["segments"]
     data, sr = sf.read(path, always_2d=True, dtype="float32")
-    from_samples = voxeval.score_call(data[:, 0], data[:, 1], sample_rate=sr)
+    from_samples = voxassay.score_call(data[:, 0], data[:, 1], sample_rate=sr)
     assert from_samples.segments == score.segments
     swapped = tmp_path / "swapped.wav"
     sf.write(swapped, data[:, ::-1], sr, subtype="PCM_16")
-    assert voxeval.score_call(swapped, user_channel=1).segments == score.segments
+    assert voxassay.score_call(swapped, user_channel=1).segments == score.segments
     analysis = score.analysis("call")
     assert analysis.latencies["barge_in_stop_ms"].summary["n"] >= 1
-    with pytest.raises(voxeval.core.errors.InputError, match="sample_rate"):
-        voxeval.score_call(data[:, 0], data[:, 1])
+    with pytest.raises(voxassay.core.errors.InputError, match="sample_rate"):
+        voxassay.score_call(data[:, 0], data[:, 1])

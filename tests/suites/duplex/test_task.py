@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from voxeval.contracts.duplex.business import (
+from voxassay.contracts.duplex.business import (
     ToolAudit,
     ToolCall,
     export_task_schemas,
@@ -18,17 +18,17 @@ from voxeval.contracts.duplex.business import (
     load_tool_audit,
     task_json_schema,
 )
-from voxeval.contracts.duplex.event import Event
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.core.errors import InputError
-from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.evidence.ledger import write_events
-from voxeval.suites.duplex.evidence.validate import load_scenario
-from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
-from voxeval.suites.duplex.scoring.task import CHECKS, aggregate_tasks, score_bundle, score_task
-from voxeval.suites.duplex.scoring.task_context import TaskResult
-from voxeval.suites.duplex.scoring.task_slice import task_failure_slice
-from voxeval.suites.duplex.scoring.values import normalize_value, text_mentions, values_equal
+from voxassay.contracts.duplex.event import Event
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.core.errors import InputError
+from voxassay.stats.intervals import wilson_interval
+from voxassay.suites.duplex.evidence.ledger import write_events
+from voxassay.suites.duplex.evidence.validate import load_scenario
+from voxassay.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxassay.suites.duplex.scoring.task import CHECKS, aggregate_tasks, score_bundle, score_task
+from voxassay.suites.duplex.scoring.task_context import TaskResult
+from voxassay.suites.duplex.scoring.task_slice import task_failure_slice
+from voxassay.suites.duplex.scoring.values import normalize_value, text_mentions, values_equal
 
 MS = 1_000_000
 
@@ -899,7 +899,7 @@ def good_audit_doc() -> dict[str, Any]:
 
 def test_tool_audit_json_schema_accepts_and_refuses() -> None:
     schema = task_json_schema("tool-audit")
-    assert schema["$id"] == "urn:voxeval:duplex:tool-audit:v1"
+    assert schema["$id"] == "urn:voxassay:duplex:tool-audit:v1"
     validator = jsonschema.Draft202012Validator(schema)
     doc = good_audit_doc()
     validator.validate(doc)
@@ -1147,7 +1147,7 @@ def test_only_user_segments_are_linked() -> None:
 
 
 def test_links_by_id_unless_the_times_contradict_it() -> None:
-    from voxeval.suites.duplex.scoring.task_slice import UtteranceLinks
+    from voxassay.suites.duplex.scoring.task_slice import UtteranceLinks
 
     led = Ledger()
     truth(led, "u1", 500, 2500)

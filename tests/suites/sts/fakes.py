@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.systems.converse import Reply
+from voxassay.systems.converse import Reply
 
 MADE: list[Any] = []
 """Every reference cascade built here, so a test can read what its responder was given."""
@@ -52,7 +52,7 @@ def flaky() -> Flaky:
 
 
 def reference(prosody_aware: str = "0") -> Any:
-    from voxeval.reference.sts import ReferenceSts
+    from voxassay.reference.sts import ReferenceSts
 
     MADE.append(ReferenceSts(prosody_aware=prosody_aware == "1"))
     return MADE[-1]

@@ -19,8 +19,8 @@ import pytest
 
 from tests.reference.test_fault_injection import _needs_speech_stack
 from tests.suites.sts import fakes
-from voxeval.suites.sts.items import load_items, select_items
-from voxeval.suites.sts.runner import run_sts
+from voxassay.suites.sts.items import load_items, select_items
+from voxassay.suites.sts.runner import run_sts
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sts")]
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from voxeval.core.errors import InputError
-from voxeval.reference import sts_responder
-from voxeval.reference.sts_responder import Cues, read_cues, respond
-from voxeval.suites.sts.items import (
+from voxassay.core.errors import InputError
+from voxassay.reference import sts_responder
+from voxassay.reference.sts_responder import Cues, read_cues, respond
+from voxassay.suites.sts.items import (
     DIMENSIONS,
     STRESSORS,
     Check,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.reference.test_fault_injection import _needs_speech_stack
-from voxeval.suites.sts.runner import run_sts
+from voxassay.suites.sts.runner import run_sts
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sts")]
 
@@ -46,7 +46,7 @@ def test_failures_are_records_and_the_run_goes_on(tmp_path: Path, cache: Path) -
     # from the command line: a system that failed every item is exit 1
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
     res = CliRunner().invoke(
         cli, ["sts", "run", "-s", "python:tests.suites.sts.fakes:flaky", "--only", "parcel-eu",
@@ -97,7 +97,7 @@ def test_workers_and_clips(tmp_path: Path, cache: Path) -> None:
     of its item (and says so), the others stay rendered."""
     _needs_speech_stack()
     from tests.conftest import shared_data
-    from voxeval.core.audio import load_audio, write_wav
+    from voxassay.core.audio import load_audio, write_wav
 
     spec = ["python:tests.suites.sts.fakes:ignores_audio"]
     only = ("parcel", "headphones-refund")

@@ -1,6 +1,6 @@
 """An STS run exported as a blind study, rated, and merged back: stimuli hold the caller and
 the answer; AO and TO answers are separate blind arms with >= 3 raters each; gold items are
-given to every rater; the exported items also import into ``voxeval study create``; ratings
+given to every rater; the exported items also import into ``voxassay study create``; ratings
 (a rater who is harsher than the others included) come back as a rater-controlled ``human``
 source whose AO - TO block stands apart from the proxies."""
 
@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.reference.test_fault_injection import _needs_speech_stack
-from voxeval.cli.main import cli
-from voxeval.study.format import load_study
-from voxeval.suites.sts.runner import run_sts
-from voxeval.suites.sts.study import export_study
+from voxassay.cli.main import cli
+from voxassay.study.format import load_study
+from voxassay.suites.sts.runner import run_sts
+from voxassay.suites.sts.study import export_study
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sts")]
 
@@ -39,7 +39,7 @@ def test_export_rate_merge(tmp_path: Path) -> None:
     assert len(gold) == 2
     regular = [it for it in study.items if not it.gold]
     assert len(regular) == 8
-    # the exported items import into `voxeval study create` as they are
+    # the exported items import into `voxassay study create` as they are
     base = store.path / "study"
     res = CliRunner().invoke(
         cli, ["study", "create", "--from", str(base / "items.jsonl"), "--questions",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.items import load_manifest, write_manifest
-from voxeval.suites.su.pairs import build_pairs
-from voxeval.suites.su.run import run_su
+from voxassay.core.items import load_manifest, write_manifest
+from voxassay.suites.su.pairs import build_pairs
+from voxassay.suites.su.run import run_su
 
 # one xdist worker for the modules that score the same real audio (the real-vs-vocoded clips' DNSMOS scores, computed once per worker)
 pytestmark = pytest.mark.xdist_group("dnsmos-lj")

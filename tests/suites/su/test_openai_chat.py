@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from tests.systems.fake_openai_server import FakeOpenAIServer
-from voxeval.core.audio import load_audio
-from voxeval.core.items import load_manifest, write_manifest
-from voxeval.suites.su.pairs import build_pairs
-from voxeval.suites.su.prompts import separator_audio
-from voxeval.suites.su.run import run_su
+from voxassay.core.audio import load_audio
+from voxassay.core.items import load_manifest, write_manifest
+from voxassay.suites.su.pairs import build_pairs
+from voxassay.suites.su.prompts import separator_audio
+from voxassay.suites.su.run import run_su
 
 pytestmark = pytest.mark.live
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import shared_data
-from voxeval.core.errors import InputError
-from voxeval.core.items import load_manifest
-from voxeval.suites.su.pairs import build_pairs, emotion_strength, items_from_crema_d_votes
+from voxassay.core.errors import InputError
+from voxassay.core.items import load_manifest
+from voxassay.suites.su.pairs import build_pairs, emotion_strength, items_from_crema_d_votes
 
 
 def test_speaker_pairs_balanced_seeded(speaker_manifest: Path) -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from voxeval.suites.su.parse import Parsed, Unparseable, parse_answer
-from voxeval.suites.su.tasks import CREMA_D_6, EMOTION_48, expand_tasks
+from voxassay.suites.su.parse import Parsed, Unparseable, parse_answer
+from voxassay.suites.su.tasks import CREMA_D_6, EMOTION_48, expand_tasks
 
 
 def test_vocabularies() -> None:
@@ -64,15 +64,15 @@ def test_strict_beats_lenient_and_last_answer_line_wins() -> None:
 def test_expand_tasks() -> None:
     assert expand_tasks(["speaker_match"]) == ["speaker_match_segmented", "speaker_match_merged"]
     assert expand_tasks(["emotion", "emotion"]) == ["emotion"]
-    from voxeval.core.errors import InputError
+    from voxassay.core.errors import InputError
 
     with pytest.raises(InputError, match="Did you mean"):
         expand_tasks(["speaker_mach"])
 
 
 def test_vocabulary_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from voxeval.core.errors import InputError
-    from voxeval.suites.su.tasks import get_vocabulary
+    from voxassay.core.errors import InputError
+    from voxassay.suites.su.tasks import get_vocabulary
 
     p = tmp_path / "v.yaml"
     p.write_text("name: mine\nlabels: [calm, tense]\nsynonyms: {relaxed: calm}\n")

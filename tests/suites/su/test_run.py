@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.errors import InputError
-from voxeval.core.items import load_manifest, write_manifest
-from voxeval.core.runstore import RunStore
-from voxeval.suites.su.pairs import build_pairs
-from voxeval.suites.su.run import run_su
+from voxassay.core.errors import InputError
+from voxassay.core.items import load_manifest, write_manifest
+from voxassay.core.runstore import RunStore
+from voxassay.suites.su.pairs import build_pairs
+from voxassay.suites.su.run import run_su
 
 H = "python:tests.suites.su.understanders:"
 
@@ -192,7 +192,7 @@ def test_synthetic_rating_from_model(loudness_manifest: Path, tmp_path: Path) ->
 
 
 def test_compare_two_runs_paired(pairs: Path, tmp_path: Path) -> None:
-    from voxeval.report.compare import compare_runs
+    from voxassay.report.compare import compare_runs
 
     a = run_su(pairs, ["speaker_match_segmented"], [H + "fixed"], tmp_path / "a")
     b = run_su(

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from voxeval.suites.su.scoring import (
+from voxassay.suites.su.scoring import (
     accuracy,
     best_threshold,
     confusion,

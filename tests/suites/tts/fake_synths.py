@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from voxeval.core.audio import Audio
-from voxeval.systems.espeak import build as build_espeak
+from voxassay.core.audio import Audio
+from voxassay.systems.espeak import build as build_espeak
 
 
 class Flaky:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.errors import InputError, ManifestError
-from voxeval.suites.tts.items import (
+from voxassay.core.errors import InputError, ManifestError
+from voxassay.suites.tts.items import (
     CONTRAST_FEATURES,
     DIMENSIONS,
     FINGERPRINTS,

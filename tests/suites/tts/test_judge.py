@@ -10,15 +10,15 @@ import pytest
 
 from tests.conftest import shared_data
 from tests.systems.fake_openai_server import FakeOpenAIServer
-from voxeval.core.audio import Audio, load_audio
-from voxeval.suites.tts.judge import JUDGE_PROMPT_VERSION, Judge, build_prompt, parse_score
+from voxassay.core.audio import Audio, load_audio
+from voxassay.suites.tts.judge import JUDGE_PROMPT_VERSION, Judge, build_prompt, parse_score
 
 pytestmark = pytest.mark.live
 
 SCALE = {"min": 1, "max": 5}
 QUESTION = "How natural does this voice sound?"
 SECRET = "sk-judge-0123456789abcdefSECRET"
-KEY_ENV = "VOXEVAL_TEST_JUDGE_KEY"
+KEY_ENV = "VOXASSAY_TEST_JUDGE_KEY"
 
 
 @pytest.fixture
@@ -174,7 +174,7 @@ def test_tts_run_with_a_judge_stores_scores_beside_the_metrics(tmp_path: object)
     answers stored per record and counted in the report (unparseable ones apart)."""
     from pathlib import Path
 
-    from voxeval.suites.tts.suite import run_tts
+    from voxassay.suites.tts.suite import run_tts
 
     def reply(prompt: str, clips: list) -> str:
         # deterministic: a longer clip gets a higher score; one answer is unusable

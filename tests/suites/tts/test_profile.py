@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from voxeval.stats.intervals import bootstrap_ratio_ci, wilson_interval
-from voxeval.suites.tts import profile as pf
+from voxassay.stats.intervals import bootstrap_ratio_ci, wilson_interval
+from voxassay.suites.tts import profile as pf
 
 
 def test_item_score_follows_the_contract() -> None:

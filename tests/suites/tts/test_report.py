@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from voxeval.core.items import Item
-from voxeval.core.records import Record, error_record
-from voxeval.core.runstore import RunStore
-from voxeval.report.writer import json_safe
-from voxeval.stats.intervals import wilson_interval
-from voxeval.suites.tts.report import build_report
-from voxeval.suites.tts.views import render_html, render_markdown
+from voxassay.core.items import Item
+from voxassay.core.records import Record, error_record
+from voxassay.core.runstore import RunStore
+from voxassay.report.writer import json_safe
+from voxassay.stats.intervals import wilson_interval
+from voxassay.suites.tts.report import build_report
+from voxassay.suites.tts.views import render_html, render_markdown
 
 EVALS = {
     "drug_doses": {"dimension": "critical_content", "primary": "critical_accuracy",
@@ -343,7 +343,7 @@ def test_profile_paired_and_leadership(run: tuple[RunStore, dict[str, Any]]) -> 
 
 
 def test_lead_statement() -> None:
-    from voxeval.suites.tts.report import lead_statement
+    from voxassay.suites.tts.report import lead_statement
 
     tops = {
         "x": {"ranked": ["A", "B"], "leaders": ["A"]},

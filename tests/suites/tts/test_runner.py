@@ -10,9 +10,9 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import shared_data
-from voxeval.core.runstore import RunStore
-from voxeval.suites.tts.runner import system_slug
-from voxeval.suites.tts.suite import paired_units, run_tts, score_audio
+from voxassay.core.runstore import RunStore
+from voxassay.suites.tts.runner import system_slug
+from voxassay.suites.tts.suite import paired_units, run_tts, score_audio
 
 FIX = Path(__file__).parent / "fixtures"
 FAKES = "python:tests.suites.tts.fake_synths"
@@ -250,7 +250,7 @@ def test_score_audio_on_real_recordings(tmp_path: Path) -> None:
 
 
 def test_score_audio_refuses_bad_lines_with_numbers(tmp_path: Path) -> None:
-    from voxeval.core.errors import ManifestError
+    from voxassay.core.errors import ManifestError
 
     manifest = tmp_path / "bad.jsonl"
     manifest.write_text(
@@ -271,7 +271,7 @@ def test_score_audio_refuses_bad_lines_with_numbers(tmp_path: Path) -> None:
 @pytest.mark.live
 @pytest.mark.slow
 def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
-    from voxeval.report.compare import compare_runs
+    from voxassay.report.compare import compare_runs
 
     stores = [
         run_tts(
@@ -296,7 +296,7 @@ def test_compare_two_tts_runs_pairs_items(tmp_path: Path) -> None:
 def test_items_whose_ids_look_alike_get_their_own_files(tmp_path: Path) -> None:
     """``a b`` and ``a_b`` used to share ``a_b.wav``; ``x.r1`` and ``x`` repeat 1 would share
     ``x.r1.wav``. Each item and repeat now has its own file, with its own audio."""
-    from voxeval.suites.tts.runner import item_filename
+    from voxassay.suites.tts.runner import item_filename
 
     assert item_filename("a_b", 0) == "a_b.wav"  # a safe id keeps its name
     names = {item_filename(i, r) for i, r in [("a b", 0), ("a_b", 0), ("x.r1", 0), ("x", 1)]}

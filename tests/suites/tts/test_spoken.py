@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voxeval.suites.tts.spoken import (
+from voxassay.suites.tts.spoken import (
     canonical_string,
     check_critical,
     round_trip_metrics,
@@ -144,7 +144,7 @@ def test_wer_tokens_fillers_and_spelling() -> None:
 
 
 def test_shipped_critical_tokens_survive_their_own_text() -> None:
-    from voxeval.suites.tts.items import load_item_set
+    from voxassay.suites.tts.items import load_item_set
 
     _, items = load_item_set("default")
     checked = 0
@@ -160,9 +160,9 @@ def test_shipped_critical_tokens_survive_their_own_text() -> None:
 def test_real_round_trip_piper_whisper() -> None:
     """Critical items through piper and faster-whisper tiny.en: correct readings of simple
     numbers are accepted and a deliberately wrong token is refused on the same transcript."""
-    from voxeval.core.audio import Audio, resample
-    from voxeval.core.registry import REGISTRY
-    from voxeval.systems.base import coerce_transcript
+    from voxassay.core.audio import Audio, resample
+    from voxassay.core.registry import REGISTRY
+    from voxassay.systems.base import coerce_transcript
 
     try:
         tts = REGISTRY.build("synthesize", "piper")

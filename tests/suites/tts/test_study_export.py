@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from voxeval.core.runstore import RunStore
-from voxeval.study.format import load_study
-from voxeval.suites.tts.study_export import merge_human
-from voxeval.suites.tts.suite import run_tts
+from voxassay.core.runstore import RunStore
+from voxassay.study.format import load_study
+from voxassay.suites.tts.study_export import merge_human
+from voxassay.suites.tts.suite import run_tts
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -50,10 +50,10 @@ def test_study_has_every_recording_with_its_question_and_three_raters(study_run:
 
 
 @pytest.mark.slow
-def test_voxeval_study_create_reads_the_export(study_run: RunStore, tmp_path: Path) -> None:
+def test_voxassay_study_create_reads_the_export(study_run: RunStore, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from voxeval.cli.main import cli
+    from voxassay.cli.main import cli
 
     base = study_run.path / "study"
     res = CliRunner().invoke(

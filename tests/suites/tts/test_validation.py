@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.conftest import shared_data
-from voxeval.measures.quality import dnsmos_unavailable
-from voxeval.suites.tts.validation import render_validation_markdown, validate_quality_metrics
+from voxassay.measures.quality import dnsmos_unavailable
+from voxassay.suites.tts.validation import render_validation_markdown, validate_quality_metrics
 
 # one xdist worker for the modules that score the same real audio (the MUSHRA stimuli's DNSMOS scores, computed once per worker)
 pytestmark = pytest.mark.xdist_group("dnsmos-mushra")

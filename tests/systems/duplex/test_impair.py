@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from voxeval.contracts.duplex.scenario import Fault
-from voxeval.systems.duplex.impair import ImpairPlan, UdpImpairer
+from voxassay.contracts.duplex.scenario import Fault
+from voxassay.systems.duplex.impair import ImpairPlan, UdpImpairer
 
 pytestmark = pytest.mark.live
 

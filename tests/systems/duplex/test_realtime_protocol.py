@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from tests.systems.duplex.conformance import check
-from voxeval.core.errors import SpecError
-from voxeval.core.specs import parse_spec
-from voxeval.systems.duplex import realtime_ws
-from voxeval.systems.duplex.realtime_protocol import (
+from voxassay.core.errors import SpecError
+from voxassay.core.specs import parse_spec
+from voxassay.systems.duplex import realtime_ws
+from voxassay.systems.duplex.realtime_protocol import (
     AUDIO_OMITTED,
     StreamResampler,
     b64_to_pcm16,
@@ -132,7 +132,7 @@ def test_client_session_update_conforms_and_reads_back(dialect: Any, turn: Any) 
 def test_server_session_objects_conform(dialect: Any) -> None:
     settings = {"turn": "manual", "tools": function_tools([TOOL], dialect), "instructions": "x"}
     for etype in ("session.created", "session.updated"):
-        doc = server_session(dialect, settings, "sess_1", "voxeval-reference")
+        doc = server_session(dialect, settings, "sess_1", "voxassay-reference")
         check(dialect, "server", {"type": etype, "event_id": "event_1", "session": doc})
 
 

@@ -1,5 +1,5 @@
 """``RealtimeAgentLink``: the driver runs real scenarios over a real loopback socket against the
-Realtime server (``voxeval.reference.server``) serving ``EnergyAgent``; every client and
+Realtime server (``voxassay.reference.server``) serving ``EnergyAgent``; every client and
 server event is checked against the official SDK's models; failures become ledger evidence.
 
 Real speech from ../shared/data (CMU ARCTIC, resampled to 16 kHz). Loopback only.
@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import SHARED
 from tests.helpers.duplex import arctic_clip, cut_in_scenario
 from tests.systems.duplex.conformance import check
-from voxeval.contracts.duplex.agent_api import (
+from voxassay.contracts.duplex.agent_api import (
     AgentEvent,
     AgentOutput,
     AudioOut,
@@ -32,12 +32,12 @@ from voxeval.contracts.duplex.agent_api import (
     Stamped,
     ToolCall,
 )
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.reference.server import RealtimeServer
-from voxeval.suites.duplex.live.session import SessionConfig, SessionResult, run_session
-from voxeval.systems.duplex.realtime_protocol import pcm16_to_b64
-from voxeval.systems.duplex.realtime_ws import RealtimeAgentLink
-from voxeval.systems.duplex.simple_agents import EnergyAgent
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.reference.server import RealtimeServer
+from voxassay.suites.duplex.live.session import SessionConfig, SessionResult, run_session
+from voxassay.systems.duplex.realtime_protocol import pcm16_to_b64
+from voxassay.systems.duplex.realtime_ws import RealtimeAgentLink
+from voxassay.systems.duplex.simple_agents import EnergyAgent
 
 pytestmark = pytest.mark.live
 
@@ -164,7 +164,7 @@ def test_a_live_session_over_loopback_ga(tmp_path: Path) -> None:
     for side, ev in trace:
         check("ga", side, ev)
     # the raw log re-derives a ledger with the importer; the key never appears
-    from voxeval.suites.duplex.evidence.realtime_import import import_realtime_log
+    from voxassay.suites.duplex.evidence.realtime_import import import_realtime_log
 
     path = link.write_raw_log(tmp_path / "realtime.jsonl")
     imported = import_realtime_log(path)
@@ -241,9 +241,9 @@ def test_beta_manual_turns_and_tool_calls(tmp_path: Path) -> None:
 def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
     tmp_path: Path,
 ) -> None:
-    from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
-    from voxeval.suites.duplex.live.bundle_writer import write_bundle
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
+    from voxassay.suites.duplex.live.bundle_writer import write_bundle
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     clips = {"ask": clip("aew_arctic_a0003.wav", 2.0), "cut": clip("aew_arctic_a0001.wav", 1.0)}
     server = RealtimeServer(lambda: EnergyAgent(answer_ms=1500), port=0)
@@ -295,21 +295,21 @@ def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
 def test_a_wrong_key_is_refused_and_the_key_is_never_logged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("VOXEVAL_RT_SERVER_TOKEN", "right-token-123")
-    monkeypatch.setenv("VOXEVAL_RT_WRONG", "wrong-token-456")
-    monkeypatch.delenv("VOXEVAL_RT_UNSET", raising=False)
+    monkeypatch.setenv("VOXASSAY_RT_SERVER_TOKEN", "right-token-123")
+    monkeypatch.setenv("VOXASSAY_RT_WRONG", "wrong-token-456")
+    monkeypatch.delenv("VOXASSAY_RT_UNSET", raising=False)
     info = SessionInfo(session_id="k", clock="real")
-    with serving(EnergyAgent, token_env="VOXEVAL_RT_SERVER_TOKEN") as (server, _):
-        wrong = RealtimeAgentLink(server.url, key_env="VOXEVAL_RT_WRONG")
+    with serving(EnergyAgent, token_env="VOXASSAY_RT_SERVER_TOKEN") as (server, _):
+        wrong = RealtimeAgentLink(server.url, key_env="VOXASSAY_RT_WRONG")
         out = wrong.start(info, 0)
         assert _errors(out) and "HTTP 401" in _errors(out)[0]
         assert wrong.push_audio(np.zeros(320, np.int16), 20_000_000) == []
         wrong.finish(40_000_000)
-        unset = RealtimeAgentLink(server.url, key_env="VOXEVAL_RT_UNSET")
-        assert "VOXEVAL_RT_UNSET is not set" in _errors(unset.start(info, 0))[0]
+        unset = RealtimeAgentLink(server.url, key_env="VOXASSAY_RT_UNSET")
+        assert "VOXASSAY_RT_UNSET is not set" in _errors(unset.start(info, 0))[0]
         unset.close()
-        monkeypatch.setenv("VOXEVAL_RT_RIGHT", "right-token-123")
-        right = RealtimeAgentLink(server.url, key_env="VOXEVAL_RT_RIGHT")
+        monkeypatch.setenv("VOXASSAY_RT_RIGHT", "right-token-123")
+        right = RealtimeAgentLink(server.url, key_env="VOXASSAY_RT_RIGHT")
         assert _errors(right.start(info, 0)) == []
         deadline = time.monotonic() + 3
         while not any(line["side"] == "server" for line in right.raw_log):
@@ -556,8 +556,8 @@ def test_hop_trace_stamps_echoed_frames_in_causal_order_and_is_off_by_default(
     """Both processes' stamps (one monotonic clock) follow each frame's path in order; the
     echo agent runs in a worker thread or on the server's loop (``agent_thread``) with the same
     result; without ``hop_trace`` nothing of the trace is on the wire."""
-    from voxeval.suites.duplex.live import selfcheck
-    from voxeval.systems.duplex.simple_agents import EchoAgent
+    from voxassay.suites.duplex.live import selfcheck
+    from voxassay.systems.duplex.simple_agents import EchoAgent
 
     signal, starts = selfcheck.burst_signal(SR)
     clips = {selfcheck.SEGMENT_ID: signal[: starts[2]]}  # two bursts
@@ -602,7 +602,7 @@ def test_hop_trace_stamps_echoed_frames_in_causal_order_and_is_off_by_default(
     # off by default: no event ids on the appends, no stamps in the server's events
     assert plain.hops == []
     assert all("event_id" not in e for e in client_events(plain, "input_audio_buffer.append"))
-    served = [e for side, e in trace if side == "server" and "voxeval_hops" in e]
+    served = [e for side, e in trace if side == "server" and "voxassay_hops" in e]
     assert len(served) == len(link.hops)  # only the traced session's first delta per frame
     breakdown = selfcheck.hop_breakdown(link.hops)
     assert breakdown["frames"] == len(link.hops) and breakdown["total"] > 0

@@ -15,18 +15,18 @@ import pytest
 
 from tests.conftest import shared_data
 from tests.helpers.duplex import need
-from voxeval.contracts.duplex.loop_check import window_lags
-from voxeval.core.lag import best_lag
-from voxeval.systems.duplex.pulse_simple import library_available
-from voxeval.systems.duplex.sound_loop import SoundLoop
-from voxeval.systems.duplex.sound_server import PulseServer, pulseaudio_path
+from voxassay.contracts.duplex.loop_check import window_lags
+from voxassay.core.lag import best_lag
+from voxassay.systems.duplex.pulse_simple import library_available
+from voxassay.systems.duplex.sound_loop import SoundLoop
+from voxassay.systems.duplex.sound_server import PulseServer, pulseaudio_path
 
 pytestmark = pytest.mark.live
 SR = 16_000
 
 
 def _speech(name: str = "LJ001-0002") -> np.ndarray:
-    from voxeval.core.audio import load_audio
+    from voxassay.core.audio import load_audio
 
     clip = load_audio(shared_data() / f"read_speech/ljspeech/{name}.wav", sr=SR)
     return (np.clip(clip.samples, -1, 32767 / 32768) * 32768).astype(np.int16)

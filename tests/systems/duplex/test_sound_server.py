@@ -13,14 +13,14 @@ import pytest
 
 from tests.conftest import shared_data
 from tests.helpers.duplex import need
-from voxeval.systems.duplex.sound_server import MIC_SINK, PLAY_SINK, PulseServer, pulseaudio_path
+from voxassay.systems.duplex.sound_server import MIC_SINK, PLAY_SINK, PulseServer, pulseaudio_path
 
 pytestmark = pytest.mark.live
 
 
 def test_a_real_player_and_recorder_carry_speech_through_the_loop() -> None:
     need("pulseaudio", pulseaudio_path() is not None, "apt install pulseaudio pulseaudio-utils")
-    from voxeval.core.audio import load_audio
+    from voxassay.core.audio import load_audio
 
     clip = load_audio(shared_data() / "read_speech/ljspeech/LJ001-0002.wav", sr=16_000)
     pcm = (np.clip(clip.samples, -1, 32767 / 32768) * 32768).astype(np.int16)

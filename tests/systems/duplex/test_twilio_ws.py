@@ -1,4 +1,4 @@
-"""``twilio-ws``: voxeval plays Twilio's side of Media Streams against a phone agent's
+"""``twilio-ws``: voxassay plays Twilio's side of Media Streams against a phone agent's
 WebSocket (``reference.twilio_server`` serving ``EnergyAgent``): the caller's real speech goes
 out as 8 kHz mu-law, the agent's answer comes back and is played, its ``clear`` cuts playback
 and its marks come back as playback events of the ``transport`` producer, with a clock record.
@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from tests.helpers.duplex import arctic_clip, cut_in_scenario, needs_speech
-from voxeval.contracts.duplex.agent_api import PlaybackReport, SessionEnd
-from voxeval.reference.twilio_server import TwilioAgentServer
-from voxeval.suites.duplex.live.session import SessionConfig, run_session
-from voxeval.systems.duplex.g711 import mulaw_decode, mulaw_encode
-from voxeval.systems.duplex.simple_agents import EnergyAgent
-from voxeval.systems.duplex.twilio_ws import TwilioStreamLink
+from voxassay.contracts.duplex.agent_api import PlaybackReport, SessionEnd
+from voxassay.reference.twilio_server import TwilioAgentServer
+from voxassay.suites.duplex.live.session import SessionConfig, run_session
+from voxassay.systems.duplex.g711 import mulaw_decode, mulaw_encode
+from voxassay.systems.duplex.simple_agents import EnergyAgent
+from voxassay.systems.duplex.twilio_ws import TwilioStreamLink
 
 pytestmark = pytest.mark.live
 
@@ -131,7 +131,7 @@ def test_a_mark_after_played_audio_is_echoed_and_clear_echoes_pending_marks() ->
     sent: list[dict[str, Any]] = []
     link._connected = True
     link._send = sent.append  # type: ignore[method-assign]  # the wire is not under test
-    from voxeval.systems.duplex.realtime_protocol import StreamResampler
+    from voxassay.systems.duplex.realtime_protocol import StreamResampler
 
     link._sr = 16_000
     link._down = StreamResampler(8000, 16_000)

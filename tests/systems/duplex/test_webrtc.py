@@ -21,19 +21,19 @@ import numpy as np
 import pytest
 
 from tests.helpers.duplex import arctic_clip, cut_in_scenario, importable, need, needs_speech
-from voxeval.contracts.duplex.agent_api import SessionEnd
-from voxeval.reference.webrtc_server import WebRTCAgentServer
-from voxeval.suites.duplex.live.session import SessionConfig, run_session
-from voxeval.systems.duplex.realtime_webrtc import WebRTCAgentLink
-from voxeval.systems.duplex.simple_agents import EnergyAgent
-from voxeval.systems.duplex.webrtc_ice import host_candidates, ice_configuration
+from voxassay.contracts.duplex.agent_api import SessionEnd
+from voxassay.reference.webrtc_server import WebRTCAgentServer
+from voxassay.suites.duplex.live.session import SessionConfig, run_session
+from voxassay.systems.duplex.realtime_webrtc import WebRTCAgentLink
+from voxassay.systems.duplex.simple_agents import EnergyAgent
+from voxassay.systems.duplex.webrtc_ice import host_candidates, ice_configuration
 
 pytestmark = pytest.mark.live
 
 
 @pytest.fixture(autouse=True)
 def _aiortc() -> None:
-    need("aiortc", importable("aiortc"), "pip install 'voxeval[webrtc]' (make test installs it)")
+    need("aiortc", importable("aiortc"), "pip install 'voxassay[webrtc]' (make test installs it)")
 
 
 _CANDIDATE = re.compile(r"^a=candidate:\S+ \d+ \S+ \d+ (\S+) \d+ typ (\w+)", re.M)
@@ -98,17 +98,17 @@ def test_no_stun_by_default_and_turn_credentials_only_from_the_environment(
     assert ice_configuration().iceServers == []
     with pytest.raises(ValueError, match="needs a TURN server"):
         ice_configuration(route="relay")
-    with pytest.raises(PermissionError, match=r"VOXEVAL_T_NONE \(turn_user_env"):
+    with pytest.raises(PermissionError, match=r"VOXASSAY_T_NONE \(turn_user_env"):
         ice_configuration(
-            turn="turn:127.0.0.1:3478", turn_user_env="VOXEVAL_T_NONE", turn_pass_env="X"
+            turn="turn:127.0.0.1:3478", turn_user_env="VOXASSAY_T_NONE", turn_pass_env="X"
         )
-    monkeypatch.setenv("VOXEVAL_T_USER", "alice")
-    monkeypatch.setenv("VOXEVAL_T_PASS", "s3cret-value")
+    monkeypatch.setenv("VOXASSAY_T_USER", "alice")
+    monkeypatch.setenv("VOXASSAY_T_PASS", "s3cret-value")
     cfg = ice_configuration(
         route="relay",
         turn="turn:127.0.0.1:3478",
-        turn_user_env="VOXEVAL_T_USER",
-        turn_pass_env="VOXEVAL_T_PASS",
+        turn_user_env="VOXASSAY_T_USER",
+        turn_pass_env="VOXASSAY_T_PASS",
     )
     (turn,) = cfg.iceServers
     assert (turn.username, turn.credential) == ("alice", "s3cret-value")
@@ -117,8 +117,8 @@ def test_no_stun_by_default_and_turn_credentials_only_from_the_environment(
         "http://127.0.0.1:9/v1/realtime/calls",
         route="relay",
         turn_server="turn:127.0.0.1:3478",
-        turn_user_env="VOXEVAL_T_USER",
-        turn_pass_env="VOXEVAL_T_PASS",
+        turn_user_env="VOXASSAY_T_USER",
+        turn_pass_env="VOXASSAY_T_PASS",
     )
     assert "s3cret-value" not in json.dumps(link.info, default=str)  # what bundles keep
 

@@ -1,5 +1,5 @@
 """L3 earned on this machine: ``duplex run --loop pulseaudio`` against the reference agent's
-careful and naive policies, each in its own ``voxeval reference serve`` process over the
+careful and naive policies, each in its own ``voxassay reference serve`` process over the
 Realtime WebSocket, on an interruption and a bystander scenario of the default set.
 
 Asserted:
@@ -34,9 +34,9 @@ from click.testing import CliRunner
 from tests.helpers.duplex import need
 from tests.helpers.served import Served
 from tests.reference.test_fault_injection import _needs_speech_stack
-from voxeval.cli.main import cli
-from voxeval.contracts.duplex.evidence import derive_evidence_level
-from voxeval.contracts.duplex.manifest import BundleManifest, file_entry
+from voxassay.cli.main import cli
+from voxassay.contracts.duplex.evidence import derive_evidence_level
+from voxassay.contracts.duplex.manifest import BundleManifest, file_entry
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
@@ -47,11 +47,11 @@ MATRIX = Path(__file__).parent / "data" / "l3-matrix.yaml"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from tests.helpers.duplex import render_cache
-    from voxeval.suites.duplex.evidence.validate import load_matrix
-    from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.systems.duplex.pulse_simple import library_available
-    from voxeval.systems.duplex.sound_server import pulseaudio_path
+    from voxassay.suites.duplex.evidence.validate import load_matrix
+    from voxassay.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.systems.duplex.pulse_simple import library_available
+    from voxassay.systems.duplex.sound_server import pulseaudio_path
 
     _needs_speech_stack()
     need(
@@ -106,7 +106,7 @@ def test_every_session_is_l3_derived_from_its_capture(run: dict[str, Any]) -> No
         out, cap = _pcm(b / "output.wav"), _pcm(b / "capture.wav")
         k = loop["capture"]["offset_samples"]
         assert np.array_equal(out, cap[k : k + out.size])
-        assert manifest.producers["player"].startswith("voxeval pulse_player")
+        assert manifest.producers["player"].startswith("voxassay pulse_player")
     records = [json.loads(x) for x in (store.path / "records.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in records)
     assert {r["output"]["evidence"]["level"] for r in records} == {"L3"}
@@ -179,7 +179,7 @@ def test_the_l3_matrix_ships_careful_and_not_naive(run: dict[str, Any], tmp_path
     # the example matrix itself (its thresholds are examples; first audio <= 1.2 s is over
     # what the CPU reference answers in here, so its outcome is not pinned): its L4 gates
     # are named as needing L4 whatever else happens
-    from voxeval.suites.duplex.live.scenarios import EXAMPLE_MATRIX
+    from voxassay.suites.duplex.live.scenarios import EXAMPLE_MATRIX
 
     code, text = _gate(path, Path(EXAMPLE_MATRIX), run["careful"])
     assert code == 1 and "recommendation: ship" not in text

@@ -33,7 +33,7 @@ from tests.reference.test_fault_injection import _needs_speech_stack
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
-PYTHON = Path(os.environ.get("VOXEVAL_PIPECAT_PYTHON", REPO / ".venv-pipecat" / "bin" / "python"))
+PYTHON = Path(os.environ.get("VOXASSAY_PIPECAT_PYTHON", REPO / ".venv-pipecat" / "bin" / "python"))
 BOT = REPO / "examples" / "pipecat_desk" / "bot.py"
 PLAN = {
     "twilio": ("interruption-2s", "backchannel-okay", "ambient-echo-residue"),
@@ -64,20 +64,20 @@ class Bot:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from tests.helpers.duplex import importable, render_cache
-    from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     _needs_speech_stack()
     need("pipecat", PYTHON.is_file(), f"no Pipecat environment at {PYTHON} (make pipecat-env)")
-    need("aiortc", importable("aiortc"), "pip install 'voxeval[webrtc]' (make test installs it)")
+    need("aiortc", importable("aiortc"), "pip install 'voxassay[webrtc]' (make test installs it)")
     cache = Path(render_cache(tmp_path_factory))
     scenarios = {sc.id: (sc, p) for sc, p in load_scenario_set("default")}
     bots = {name: Bot() for name in PLAN}
     specs = {
         "twilio": f"twilio-ws:{bots['twilio'].url.replace('http', 'ws')}/media"
-        f"?observer={bots['twilio'].url}/voxeval/events",
+        f"?observer={bots['twilio'].url}/voxassay/events",
         "smallwebrtc": f"smallwebrtc:{bots['smallwebrtc'].url}/api/offer"
-        f"?observer={bots['smallwebrtc'].url}/voxeval/events",
+        f"?observer={bots['smallwebrtc'].url}/voxassay/events",
     }
     stores: dict[str, Any] = {}
     errors: list[BaseException] = []
@@ -114,7 +114,7 @@ def _events(bundle: Path) -> list[dict[str, Any]]:
 
 
 def test_every_session_is_a_complete_scored_bundle(runs: dict[str, Any]) -> None:
-    from voxeval.suites.duplex.evidence.validate import validate_bundle
+    from voxassay.suites.duplex.evidence.validate import validate_bundle
 
     for name, store in runs["stores"].items():
         records = [json.loads(x) for x in (store.path / "records.jsonl").read_text().splitlines()]

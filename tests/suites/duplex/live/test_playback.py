@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from voxeval.suites.duplex.live.playback import PlaybackModel
+from voxassay.suites.duplex.live.playback import PlaybackModel
 
 SR = 16_000
 

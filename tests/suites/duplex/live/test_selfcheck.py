@@ -14,15 +14,15 @@ import pytest
 import soundfile as sf
 import yaml
 
-from voxeval.contracts.duplex.agent_api import (
+from voxassay.contracts.duplex.agent_api import (
     AgentBase,
     AgentEvent,
     AgentOutput,
     AudioOut,
     SessionInfo,
 )
-from voxeval.suites.duplex.live import selfcheck
-from voxeval.suites.duplex.live.selfcheck import (
+from voxassay.suites.duplex.live import selfcheck
+from voxassay.suites.duplex.live.selfcheck import (
     BURSTS,
     add_target_status,
     burst_signal,
@@ -213,8 +213,8 @@ def _scenario_folder(tmp: Path) -> Path:
 
 
 def _run(tmp: Path, agent: str, **kw: Any) -> Path:
-    from voxeval.suites.duplex.live.runner import run_scenarios
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     scenarios = load_scenario_set(str(_scenario_folder(tmp)))
     store = run_scenarios(scenarios, agent, tmp / "runs", detector="energy", **kw)
@@ -244,8 +244,8 @@ def test_a_virtual_run_carries_the_self_check(tmp_path: Path) -> None:
 
 def test_a_socket_run_measures_pacing_and_loopback_latency(tmp_path: Path) -> None:
     pytest.importorskip("websockets")
-    from voxeval.reference.server import RealtimeServer
-    from voxeval.systems.duplex.simple_agents import EchoAgent
+    from voxassay.reference.server import RealtimeServer
+    from voxassay.systems.duplex.simple_agents import EchoAgent
 
     server = RealtimeServer(EchoAgent, port=0)
     url = server.start_in_thread()
@@ -290,6 +290,6 @@ def test_the_self_check_can_be_switched_off(tmp_path: Path) -> None:
     assert report["harness_self_check"]["status"] == "not run"
     assert "Not run: this live run has no harness self-check (it was switched off)" in md
     # a bundle run scored from recordings ran no live session: not applicable
-    from voxeval.suites.duplex.live.selfcheck import report_block
+    from voxassay.suites.duplex.live.selfcheck import report_block
 
     assert report_block({"config": {"mode": "bundles"}}, [])["status"] == "not applicable"

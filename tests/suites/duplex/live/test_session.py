@@ -12,15 +12,15 @@ import pytest
 
 from tests.conftest import SHARED
 from tests.helpers.duplex import arctic_clip, cut_in_scenario
-from voxeval.contracts.duplex.agent_api import AgentBase, AgentEvent, ToolCall
-from voxeval.contracts.duplex.scenario import Scenario
-from voxeval.suites.duplex.live.session import (
+from voxassay.contracts.duplex.agent_api import AgentBase, AgentEvent, ToolCall
+from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.suites.duplex.live.session import (
     SessionConfig,
     clip_speech_edges,
     run_session,
     run_virtual_session,
 )
-from voxeval.systems.duplex.simple_agents import EchoAgent, EnergyAgent
+from voxassay.systems.duplex.simple_agents import EchoAgent, EnergyAgent
 
 SR = 16_000
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
@@ -144,7 +144,7 @@ def test_tool_world_latency_results_and_idempotency(clips: dict[str, np.ndarray]
     assert calls["c1"]["committed"] and not calls["c2"]["committed"]  # same key: replayed
     assert calls["c3"]["committed"]  # a new key commits again (a duplicate side effect)
     assert [r[0] for r in agent.results] == ["c1", "c2", "c3"]
-    from voxeval.contracts.duplex.business import ToolAudit
+    from voxassay.contracts.duplex.business import ToolAudit
 
     ToolAudit.model_validate(res.tool_audit)
 
@@ -188,9 +188,9 @@ def test_echo_agent_adds_no_harness_latency(clips: dict[str, np.ndarray]) -> Non
 
 
 def test_bundle_from_a_session_scores_at_l2(clips: dict[str, np.ndarray], tmp_path: Path) -> None:
-    from voxeval.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
-    from voxeval.suites.duplex.live.bundle_writer import write_bundle
-    from voxeval.suites.duplex.scoring.score import score_bundle_folder
+    from voxassay.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
+    from voxassay.suites.duplex.live.bundle_writer import write_bundle
+    from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
     res = run_virtual_session(scenario(), clips, EnergyAgent(), SessionConfig(), "b1")
     folder = write_bundle(

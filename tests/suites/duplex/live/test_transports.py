@@ -1,4 +1,4 @@
-"""The reference agent, each in its own ``voxeval reference serve`` process, reached the ways
+"""The reference agent, each in its own ``voxassay reference serve`` process, reached the ways
 agents ship: the Realtime WebSocket, WebRTC direct and through a real TURN relay (coturn on
 loopback), and a phone stream (Twilio Media Streams), on interruption and backchannel
 scenarios of the default set, run and scored by ``run_scenarios``.
@@ -37,7 +37,7 @@ SCENARIOS = ("interruption-2s", "backchannel-okay")
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, Served]]:
     _needs_speech_stack()
-    need("aiortc", importable("aiortc"), "pip install 'voxeval[webrtc]' (make test installs it)")
+    need("aiortc", importable("aiortc"), "pip install 'voxassay[webrtc]' (make test installs it)")
     started: dict[str, Served] = {}
     try:
         for transport in ("realtime-ws", "webrtc", "twilio-ws"):
@@ -50,7 +50,7 @@ def servers() -> Iterator[dict[str, Served]]:
 
 @pytest.fixture(scope="module")
 def turn() -> Iterator[Any]:
-    from voxeval.systems.duplex.turn_server import TurnServer, coturn_path
+    from voxassay.systems.duplex.turn_server import TurnServer, coturn_path
 
     need("coturn", coturn_path() is not None, "apt install coturn (make system-deps-test)")
     with TurnServer() as server:
@@ -67,7 +67,7 @@ def turn() -> Iterator[Any]:
 
 
 def _scenarios() -> list[Any]:
-    from voxeval.suites.duplex.live.scenarios import load_scenario_set
+    from voxassay.suites.duplex.live.scenarios import load_scenario_set
 
     chosen = [(sc, p) for sc, p in load_scenario_set("default") if sc.id in SCENARIOS]
     assert len(chosen) == len(SCENARIOS)
@@ -82,7 +82,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(agents: list[str], out: Path, cache: Path, **kw: Any) -> Any:
-    from voxeval.suites.duplex.live.runner import run_scenarios
+    from voxassay.suites.duplex.live.runner import run_scenarios
 
     return run_scenarios(
         _scenarios(), agents, out, clock="real", self_check=False, cache_dir=cache, **kw

@@ -1,0 +1,1 @@
+"""Command line: ``voxassay DOMAIN VERB`` and cross-domain verbs; subcommands load lazily."""

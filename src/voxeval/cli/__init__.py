@@ -1,1 +1,0 @@
-"""Command line: ``voxeval DOMAIN VERB`` and cross-domain verbs; subcommands load lazily."""
