@@ -12,55 +12,64 @@ OUT ?= runs
 # The inner-loop tier: no real models, no real processes or sockets, no browser, no Ray.
 FAST := not slow and not live and not browser and not ray
 
-.PHONY: pipecat-env setup setup-dev demo test test-fast coverage check lint format typecheck bench bench-feedback clean system-deps system-deps-test
+.PHONY: print-system-deps ci-fresh pipecat-env setup setup-dev demo test test-fast coverage check lint format typecheck bench bench-feedback clean system-deps system-deps-test
 
-# apt-get install of the named Debian packages when one is missing and we are root (else a note).
-define apt_install
-	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
-	    echo "installing$$missing (apt)"; \
-	    (apt-get update -qq || true) >/dev/null 2>&1; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1 \
-	      || echo "warning: apt-get install$$missing failed; $(2)"; \
-	  else echo "note:$$missing missing and not root; $(2)"; fi; \
-	fi
-endef
-
-# System packages the demo uses (espeak-ng voices, fluidsynth + GM soundfont for music beds).
-# Optional: voxassay degrades without them.
-system-deps:
-	$(call apt_install,espeak-ng fluidsynth fluid-soundfont-gm,the demo uses piper voices and the built-in music synth)
-
+# Each install stage and the test run go through .ci/timed, which prints its time (and logs it
+# for `make ci-fresh` when VOXASSAY_STAGE_LOG is set).
+TIMED := bash .ci/timed
+# Debian packages the demo uses (espeak-ng voices, fluidsynth + GM soundfont for music beds);
+# voxassay degrades without them.
+SYSTEM_DEPS := espeak-ng fluidsynth fluid-soundfont-gm
 # What only the tests need: Chromium for the rating app's browser test, coturn for the
 # relay-route sessions, PulseAudio for the sound loop (under CI=true a missing coturn or
 # PulseAudio fails its test).
-system-deps-test: system-deps
-	$(call apt_install,chromium coturn pulseaudio pulseaudio-utils,the browser and TURN relay and sound loop tests skip)
+SYSTEM_DEPS_TEST := chromium coturn pulseaudio pulseaudio-utils
 
-# --no-compile: no .pyc for the whole of torch and the rest at install (about 40 s on a fresh
-# checkout); Python compiles what is imported, once, on first import.
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --no-compile --upgrade pip
+system-deps:
+	@$(TIMED) apt bash .ci/apt-install "the demo uses piper voices and the built-in music synth" $(SYSTEM_DEPS)
+
+system-deps-test: system-deps
+	@$(TIMED) apt bash .ci/apt-install "the browser, TURN relay and sound loop tests skip" $(SYSTEM_DEPS_TEST)
+
+print-system-deps:
+	@echo $(SYSTEM_DEPS) $(SYSTEM_DEPS_TEST)
+
+# Bytecode for everything a venv holds (its site-packages and this checkout's src), compiled
+# once on both cores: pip runs with --no-compile (it compiles one file at a time), and where
+# PYTHONDONTWRITEBYTECODE=1 (CI, many containers) nothing else ever writes a .pyc, so every
+# process would compile all it imports from source (3x the start-up of a CLI process, 3-8x
+# for torch). Files that do not compile on this Python (a few third-party tests) are skipped.
+define bytecode
+	@$(TIMED) bytecode bash -c '$(1)/bin/python -m compileall -qq -j 0 \
+	  "$$($(1)/bin/python -c "import sysconfig; print(sysconfig.get_paths()[\"purelib\"])")" src >/dev/null || true'
+endef
+
+$(VENV)/bin/python:
+	@$(TIMED) venv $(PY) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile --upgrade pip
 	# torch first, pinned to the local CPU wheel, so the `speaker` extra's range installs nothing more
-	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
-	$(BIN)/python -m pip install -q --no-compile -e '.[all,speaker]'
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile torch==2.13.0
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile -e '.[all,speaker]'
 	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
 	# setuptools); the maintained wheel provides the same module
-	$(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
+	$(call bytecode,$(VENV))
 	# librosa's numba kernels compiled once, before parallel processes race to write their cache
-	$(BIN)/python -m voxassay.measures.numba_cache
+	@$(TIMED) numba $(BIN)/python -m voxassay.measures.numba_cache
 	touch $(STAMP)
 
 # The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q --no-compile -e '.[all,speaker,ray,dev]'
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile -e '.[all,speaker,ray,dev]'
+	$(call bytecode,$(VENV))
 	touch $(DEV_STAMP)
 
 $(PIPECAT_STAMP): examples/pipecat_desk/requirements.txt pyproject.toml
-	test -x $(PIPECAT_VENV)/bin/python || $(PY) -m venv $(PIPECAT_VENV)
-	$(PIPECAT_VENV)/bin/python -m pip install -q --no-compile -r examples/pipecat_desk/requirements.txt -e '.[faster-whisper,piper]'
+	test -x $(PIPECAT_VENV)/bin/python || $(TIMED) venv $(PY) -m venv $(PIPECAT_VENV)
+	@$(TIMED) pip $(PIPECAT_VENV)/bin/python -m pip install -q --no-compile -r examples/pipecat_desk/requirements.txt -e '.[faster-whisper,piper]'
+	$(call bytecode,$(PIPECAT_VENV))
 	touch $(PIPECAT_STAMP)
 
 pipecat-env: $(PIPECAT_STAMP)
@@ -80,11 +89,20 @@ demo: setup
 # crashes (a segfault in native code) fails the run at once: with restarts, xdist re-sends the
 # crashed group and has been seen to wait forever for it.
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder --max-worker-restart=0
+# src and tests are compiled again before each run (only files changed since are): a checkout
+# edited after the install would otherwise compile its changed modules in every process.
 test: setup-dev
-	$(BIN)/python -m pytest -q $(XDIST)
+	@$(BIN)/python -m compileall -qq -j 0 src tests >/dev/null || true
+	@$(TIMED) pytest $(BIN)/python -m pytest -q $(XDIST)
 
 test-fast: setup-dev
+	@$(BIN)/python -m compileall -qq -j 0 src tests >/dev/null || true
 	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)"
+
+# CI on this machine: a fresh clone of HEAD in a temporary folder runs .ci/run with
+# PYTHONDONTWRITEBYTECODE=1 and an empty pip cache; prints each stage's time (.ci/fresh).
+ci-fresh:
+	@bash .ci/fresh
 
 # Branch coverage of src/voxassay over the whole suite (xdist workers and subprocesses included).
 coverage: setup-dev

@@ -89,7 +89,9 @@ def build_pairs(n: int, seed: int) -> tuple[list[str], list[str]]:
     return refs, hyps
 
 
-def run_voxassay(refs: list[str], hyps: list[str], workers: int | None) -> tuple[float, ErrorCounts]:
+def run_voxassay(
+    refs: list[str], hyps: list[str], workers: int | None
+) -> tuple[float, ErrorCounts]:
     start = time.perf_counter()
     normed = normalize_many([*refs, *hyps], workers=workers)
     n = len(refs)

@@ -70,7 +70,16 @@ def make_study(tmp: Path, n_groups: int, raters: int, per_item: int) -> Path:
 
 def start_server(study_dir: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voxassay.cli.main", "study", "serve", str(study_dir), "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "voxassay.cli.main",
+            "study",
+            "serve",
+            str(study_dir),
+            "--port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from tests.conftest import make_manifest
 from tests.helpers.ray_cluster import RayCluster, ray_cluster
+from tests.helpers.same import assert_same
 from voxassay.cli.main import cli
 from voxassay.core.records import Record
 
@@ -72,7 +73,7 @@ def _same_results(ray_recs: list[Record], threads: dict[str, Record]) -> None:
     for r in ray_recs:
         t = threads[f"{r.id}#{r.repeat}"]
         assert r.status == t.status == "ok", r.error
-        assert _answer(r) == _answer(t) and r.metrics == t.metrics
+        assert_same((_answer(r), r.metrics), (_answer(t), t.metrics), str(r.key))
 
 
 def _keyed(store: object) -> dict[tuple[str, str, int], Record]:
@@ -267,7 +268,7 @@ def test_tts_on_ray_equals_threads_and_the_driver_writes_the_audio(
     assert set(mine) == set(theirs) and len(mine) >= 4
     for key, r in theirs.items():
         assert r.status == mine[key].status == "ok", r.error
-        assert _answer(r) == _answer(mine[key]) and r.metrics == mine[key].metrics
+        assert_same((_answer(r), r.metrics), (_answer(mine[key]), mine[key].metrics), str(key))
         assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
         wav = r.output["audio_path"]
         assert (remote.path / wav).read_bytes() == (local.path / wav).read_bytes()
@@ -313,11 +314,13 @@ def test_su_on_ray_equals_threads_with_a_real_speaker_model(
     assert set(mine) == set(theirs) and len(mine) == 32  # two evals per pair
     for key, r in theirs.items():
         assert r.status == mine[key].status == "ok", r.error
-        assert _answer(r) == _answer(mine[key]) and r.metrics == mine[key].metrics
+        assert_same((_answer(r), r.metrics), (_answer(mine[key]), mine[key].metrics), str(key))
         assert r.worker and r.worker["executor"] == "ray"
     assert json.loads((remote.path / "run.json").read_text())["execution"]["ship_audio"] is True
     thresholds = [json.loads((s.path / "run.json").read_text())["systems"] for s in (local, remote)]
-    assert thresholds[0]["resemblyzer"]["thresholds"] == thresholds[1]["resemblyzer"]["thresholds"]
+    assert_same(
+        thresholds[0]["resemblyzer"]["thresholds"], thresholds[1]["resemblyzer"]["thresholds"]
+    )
 
 
 def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
@@ -354,7 +357,7 @@ def test_sts_on_ray_equals_threads_and_the_driver_writes_the_answers(
 
     for key, r in theirs.items():
         assert r.status == mine[key].status == "ok", r.error
-        assert r.output == mine[key].output and same(r) == same(mine[key])
+        assert_same((r.output, same(r)), (mine[key].output, same(mine[key])), str(key))
         assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
         wav = r.output["audio_path"]
         assert (remote.path / wav).read_bytes() == (local.path / wav).read_bytes()
@@ -412,7 +415,7 @@ def test_duplex_sessions_and_scoring_on_ray_equal_threads(
     for key, r in theirs.items():
         m = mine[key]
         assert r.status == m.status == "ok", r.error
-        assert r.metrics == m.metrics
+        assert_same(r.metrics, m.metrics, str(r.key))
         assert _session_view(r, remote.path) == _session_view(m, local.path)
         assert r.worker and r.worker["node"] in {n.node_id for n in cluster.workers}
         for name in ("input.wav", "output.wav", "scenario.yaml"):
@@ -441,7 +444,7 @@ def test_duplex_sessions_and_scoring_on_ray_equal_threads(
     assert set(a) == set(b) and len(a) == 2
     for key, r in b.items():
         assert r.status == a[key].status == "ok" and r.worker
-        assert r.metrics == a[key].metrics and r.output == a[key].output
+        assert_same((r.metrics, r.output), (a[key].metrics, a[key].output), str(key))
 
 
 def test_duplex_with_ship_audio_workers_render_nothing_and_write_nothing_of_the_run(

@@ -5,7 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from voxassay.stats.intervals import bootstrap_ratio_ci, paired_bootstrap_ratio_diff, wilson_interval
+from voxassay.stats.intervals import (
+    bootstrap_ratio_ci,
+    paired_bootstrap_ratio_diff,
+    wilson_interval,
+)
 from voxassay.stats.ranks import rank_agreement
 
 

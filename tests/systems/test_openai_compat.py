@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -141,11 +140,11 @@ def test_unparseable_answers(clip: np.ndarray, mode: str, monkeypatch: pytest.Mo
 
 def test_slow_server_times_out(clip: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server:
-        t0 = time.monotonic()
-        with pytest.raises(TimeoutError, match="timeout"):
-            make(server, timeout="0.5").transcribe(clip)
-        assert time.monotonic() - t0 < 3.0
+    with (
+        FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server,
+        pytest.raises(TimeoutError, match="timeout"),  # not the answer it sends at 5 s
+    ):
+        make(server, timeout="0.5").transcribe(clip)
     assert len(server.requests) == 1  # a timeout is not retried
 
 
@@ -298,11 +297,11 @@ def test_understand_errors_retries_and_timeouts(
         pytest.raises(SystemOutputError, match="choices"),
     ):
         make_understander(server).understand(audio, "q")
-    with FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server:
-        t0 = time.monotonic()
-        with pytest.raises(TimeoutError, match="timeout"):
-            make_understander(server, timeout="0.4").understand(audio, "q")
-        assert time.monotonic() - t0 < 3.0
+    with (
+        FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server,
+        pytest.raises(TimeoutError, match="timeout"),  # not the answer it sends at 5 s
+    ):
+        make_understander(server, timeout="0.4").understand(audio, "q")
 
 
 def test_understand_refuses_bad_input_before_sending(clip: np.ndarray) -> None:

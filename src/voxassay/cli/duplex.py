@@ -558,7 +558,11 @@ def gate_cmd(
     """
     from voxassay.cli.common import EXIT_USAGE
     from voxassay.core.errors import InputError
-    from voxassay.suites.duplex.evidence.validate import DuplexInputError, load_matrix, validate_path
+    from voxassay.suites.duplex.evidence.validate import (
+        DuplexInputError,
+        load_matrix,
+        validate_path,
+    )
     from voxassay.suites.duplex.gate_output import render_text, write_gate_files, write_junit
     from voxassay.suites.duplex.gate_table import metric_table_from_run
     from voxassay.suites.duplex.gates import evaluate_matrix

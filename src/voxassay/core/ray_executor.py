@@ -156,6 +156,9 @@ class _Host:
     """The actor: one worker built by ``make_worker`` in this process."""
 
     def __init__(self, make_worker: WorkerFactory) -> None:
+        from voxassay.core.threads import quiet_loaded_thread_pools
+
+        quiet_loaded_thread_pools()  # the thread pools of the driver's own process
         self._worker = make_worker()
         self._where = {"executor": "ray", "node": node_id(), "pid": os.getpid()}
 

@@ -23,3 +23,15 @@ def quiet_thread_pools() -> dict[str, str]:
     for key, value in QUIET_POOLS.items():
         os.environ.setdefault(key, value)
     return {key: os.environ[key] for key in QUIET_POOLS}
+
+
+def quiet_loaded_thread_pools() -> dict[str, str]:
+    """``quiet_thread_pools`` in a process that loaded NumPy before it could run (a Ray actor:
+    Ray's worker imports NumPy at start, so the environment variable comes too late): the BLAS
+    pools already loaded get the same thread count (threadpoolctl), so an actor computes what
+    the ``voxassay`` command's own process would, with the same number of BLAS threads."""
+    env = quiet_thread_pools()
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=int(env["OPENBLAS_NUM_THREADS"]), user_api="blas")
+    return env

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import filecmp
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +29,7 @@ def build(out: Path, **kw: object) -> Path:
 def test_small_demo_set(tmp_path: Path) -> None:
     if find_espeak() is None:
         pytest.skip("espeak-ng not installed: the full voice mix cannot be built")
-    t0 = time.perf_counter()
-    manifest = build(tmp_path / "a")
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 60, f"small demo build took {elapsed:.1f} s"
+    manifest = build(tmp_path / "a")  # its time: benchmarks/bench_feedback.py
     assert manifest.name == "demo.jsonl"
     items = load_manifest(manifest, require_text=True)
     conds = {it.labels["condition"] for it in items}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -145,10 +144,8 @@ def test_server_errors_become_error_blocks(clip: Audio, monkeypatch: pytest.Monk
 
 def test_slow_server_times_out_as_error(clip: Audio) -> None:
     with FakeOpenAIServer(mode="sleep", sleep_s=5.0) as server:
-        t0 = time.monotonic()
         block = judge_for(server, timeout="0.4").rate(clip, QUESTION, SCALE)
-        elapsed = time.monotonic() - t0
-    assert elapsed < 3.0
+    # a timeout, not the server's late answer (it sleeps 5 s, then answers well)
     assert block["status"] == "error" and "timeout" in block["reason"]
     assert len(server.requests) == 1
 

@@ -123,10 +123,7 @@ def test_a_live_session_over_loopback_ga(tmp_path: Path) -> None:
     clips = {"ask": clip("aew_arctic_a0001.wav", 2.0), "cut": clip("aew_arctic_a0002.wav", 1.2)}
     with serving(make) as (server, trace):
         link = RealtimeAgentLink(server.url)
-        t0 = time.monotonic()
         res = run_session(scenario(), clips, link, SessionConfig(clock="real", tail_ms=500), "ga1")
-        wall = time.monotonic() - t0
-    assert wall < 12
     assert not events(res, "session.error"), [e.reason for e in events(res, "session.error")]
     # the agent's own observations came back over the socket, in order
     vad = [e for e in res.events if e.event_type.startswith("vad.") and e.producer == "agent"]
@@ -149,7 +146,8 @@ def test_a_live_session_over_loopback_ga(tmp_path: Path) -> None:
     (cut,) = [e for e in events(res, "playback.interrupted") if e.response_id == "r1"]
     (trunc,) = client_events(link, "conversation.item.truncate")
     assert abs(trunc["audio_end_ms"] - cut.played_until_ms) <= 20  # within one frame
-    assert 700 <= cut.played_until_ms <= 2000  # ~1 s in, when the cut began
+    # while it played: what was played fits in the time since playback started (one frame)
+    assert 0 < cut.played_until_ms <= (cut.monotonic_ns - started.monotonic_ns) / 1e6 + 20
     (heard,) = [r for r in agents[0].reports if r.status == "interrupted"]
     assert heard.played_ms == trunc["audio_end_ms"]
     assert any(e["type"] == "conversation.item.truncated" for s, e in trace if s == "server")
@@ -252,7 +250,6 @@ def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
     killer.start()
     try:
         link = RealtimeAgentLink(server.url)
-        t0 = time.monotonic()
         res = run_session(
             scenario(),
             clips,
@@ -260,14 +257,12 @@ def test_a_server_killed_mid_session_is_a_session_error_and_the_bundle_scores(
             SessionConfig(clock="real", tail_ms=500, trigger_timeout_ms=1500),
             "killed",
         )
-        wall = time.monotonic() - t0
     finally:
         killer.cancel()
         server.stop()
-    assert wall < 12
     errors = events(res, "session.error")
     assert errors and "connection lost" in (errors[0].reason or "")
-    assert 1.0e9 <= errors[0].monotonic_ns <= 3.0e9
+    assert errors[0].monotonic_ns >= 1.0e9  # not before the kill (1.2 s after the start)
     assert res.skipped and res.skipped[0]["segment"] == "cut"  # the agent never answered
     assert res.end.info["realtime"]["stats"]["connection.lost"] == 1
     folder = write_bundle(
@@ -527,7 +522,9 @@ def test_a_disconnect_fault_closes_the_socket_and_reconnects_with_a_new_session(
     assert not events(res, "session.error"), [e.reason for e in events(res, "session.error")]
     assert events(res, "session.disconnected")[0].reason == "fault"
     (resumed,) = events(res, "session.resumed")
-    assert resumed.monotonic_ns == pytest.approx(900e6, abs=25e6)
+    # after the fault's window (600 + 300 ms; the driver acts at a frame's start, <= 1 frame
+    # early) and while the user still spoke (the question runs to 1700 ms)
+    assert 880e6 <= resumed.monotonic_ns < 1700e6
     assert len(agents) == 2  # the Realtime protocol has no resumption: a new server session
     updates = [
         ln["t_ns"]

@@ -153,7 +153,9 @@ def test_a_webrtc_call_plays_the_answer_and_the_cut_in_stops_it() -> None:
     # the cut-in: the server detected it, cleared its buffer, playback stopped
     cut = [e for e in res.events if e.event_type == "playback.interrupted"]
     assert cut and cut[0].response_id == started.response_id
-    assert 500 <= cut[0].played_until_ms <= 2000
+    # while it played: what was played fits in the time since playback started (one 20 ms
+    # frame of rounding); how long that was is the machine's, not asserted
+    assert 0 < cut[0].played_until_ms <= (cut[0].monotonic_ns - started.monotonic_ns) / 1e6 + 20
     order = [e.event_type for e in res.events if e.response_id == started.response_id]
     assert order.index("playback.interrupted") <= order.index("response.done")
     # the transport states its clock, its framing and its jitter buffer

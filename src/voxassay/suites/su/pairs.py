@@ -103,7 +103,9 @@ def build_pairs(
     calib = _split(by_class, calibration_fraction, rng)
     for it in out:
         it.labels["split"] = "calibration" if it.id in calib else "test"
-        it.meta.setdefault("built_by", {"tool": "voxassay su build-pairs", "version": PAIRS_VERSION})
+        it.meta.setdefault(
+            "built_by", {"tool": "voxassay su build-pairs", "version": PAIRS_VERSION}
+        )
         it.meta["built_by"].update(seed=seed, task=family)
     return out
 

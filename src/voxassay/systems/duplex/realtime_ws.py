@@ -59,7 +59,12 @@ import numpy as np
 from voxassay.contracts.duplex.agent_api import AgentOutput, Stamped
 from voxassay.core.registry import options_of
 from voxassay.core.specs import is_harness_option
-from voxassay.systems.duplex.link_base import LinkFactory, describe_error, open_websocket, redact_url
+from voxassay.systems.duplex.link_base import (
+    LinkFactory,
+    describe_error,
+    open_websocket,
+    redact_url,
+)
 from voxassay.systems.duplex.realtime_client import BargeIn, RealtimeClient
 from voxassay.systems.duplex.realtime_protocol import BETA_HEADER, Dialect, pcm16_to_b64
 

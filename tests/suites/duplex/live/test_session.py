@@ -192,7 +192,8 @@ def test_bundle_from_a_session_scores_at_l2(clips: dict[str, np.ndarray], tmp_pa
     from voxassay.suites.duplex.live.bundle_writer import write_bundle
     from voxassay.suites.duplex.scoring.score import score_bundle_folder
 
-    res = run_virtual_session(scenario(), clips, EnergyAgent(), SessionConfig(), "b1")
+    # zero compute: the agent's figures are its own decisions, not this machine's speed
+    res = run_virtual_session(scenario(), clips, EnergyAgent(), SessionConfig(compute="zero"), "b1")
     folder = write_bundle(
         res,
         tmp_path / "b1",
@@ -205,7 +206,7 @@ def test_bundle_from_a_session_scores_at_l2(clips: dict[str, np.ndarray], tmp_pa
             traffic="synthetic",
             acoustic_events="output_stream",
         ),
-        clock=ClockInfo(kind="virtual", compute="charged", audio_origin_ns=0),
+        clock=ClockInfo(kind="virtual", compute="zero", audio_origin_ns=0),
     )
     scored = score_bundle_folder(folder, detector="energy")
     assert scored.output.to_output()["evidence"]["level"] == "L2"
@@ -223,9 +224,12 @@ def test_real_clock_paces_frames_and_echo_round_trip(clips: dict[str, np.ndarray
     t0 = time.monotonic()
     res = run_session(sc, short, EchoAgent(), SessionConfig(clock="real", tail_ms=200), "rt")
     wall = time.monotonic() - t0
-    assert wall >= res.stats["duration_s"] * 0.95  # real time, not faster
+    # real time, not faster (a lower bound: a loaded machine can only make it longer)
+    assert wall >= res.stats["duration_s"] * 0.95
+    # the pacing error is measured and recorded; its size is the machine's
+    # (benchmarks/bench_live_pacing.py prints it)
     pace = res.stats["pacing_error_ms"]
-    assert pace["n"] > 20 and pace["median"] < 5.0  # generous: tests do not time things
+    assert pace["n"] > 20 and pace["median"] >= 0 and pace["max"] >= pace["median"]
     clock = [e for e in res.events if e.event_type == "clock.producer"]
     assert {e.data["kind"] for e in clock} == {"monotonic"}
 

@@ -67,9 +67,7 @@ def write_bundle(
         sf.write(folder / RECEIVED_FILE, result.output, sr, subtype="PCM_16")
         (folder / LOOP_FILE).write_text(json.dumps(loop.doc, indent=1))
         names += [CAPTURE_FILE, RECEIVED_FILE, LOOP_FILE]
-        player = (
-            f"voxassay pulse_player {__version__} on PulseAudio {loop.doc.get('pulseaudio_version')}"
-        )
+        player = f"voxassay pulse_player {__version__} on PulseAudio {loop.doc.get('pulseaudio_version')}"
     events = sorted(result.events, key=lambda e: (e.monotonic_ns, e.seq or 0))
     with (folder / "events.jsonl").open("w", encoding="utf-8") as fh:
         for e in events:
