@@ -30,7 +30,7 @@ import pytest
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-TOP_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md")
+TOP_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
 
 
 @dataclass(frozen=True)
