@@ -17,6 +17,7 @@ FAST := not slow and not live and not browser and not ray
 # Each install stage and the test run go through .ci/timed, which prints its time (and logs it
 # for `make ci-fresh` when VOXASSAY_STAGE_LOG is set).
 TIMED := bash .ci/timed
+COMMA := ,
 # Debian packages the demo uses (espeak-ng voices, fluidsynth + GM soundfont for music beds);
 # voxassay degrades without them.
 SYSTEM_DEPS := espeak-ng fluidsynth fluid-soundfont-gm
@@ -47,24 +48,30 @@ endef
 $(VENV)/bin/python:
 	@$(TIMED) venv $(PY) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(VENV)/bin/python
+# The runtime environment with the given extras, in one pip resolution; $(2) is the stamp.
+define install_venv
 	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile --upgrade pip
 	# torch first, pinned to the local CPU wheel, so the `speaker` extra's range installs nothing more
 	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile torch==2.13.0
-	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile -e '.[all,speaker]'
+	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile -e '.[$(1)]'
 	# resemblyzer pulls the old `webrtcvad`, whose module imports pkg_resources (gone from new
 	# setuptools); the maintained wheel provides the same module
 	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile --force-reinstall --no-deps webrtcvad-wheels
 	$(call bytecode,$(VENV))
 	# librosa's numba kernels compiled once, before parallel processes race to write their cache
 	@$(TIMED) numba $(BIN)/python -m voxassay.measures.numba_cache
-	touch $(STAMP)
+	touch $(2)
+endef
 
-# The test and lint tools on top of the runtime (the `dev` extra), and Ray for the scale-out tests.
-$(DEV_STAMP): $(STAMP)
-	@$(TIMED) pip $(BIN)/python -m pip install -q --no-compile -e '.[all,speaker,ray,dev]'
-	$(call bytecode,$(VENV))
-	touch $(DEV_STAMP)
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(call install_venv,all$(COMMA)speaker,$(STAMP))
+
+# The test and lint tools on top of the runtime (the `dev` extra) and Ray for the scale-out
+# tests, installed with the runtime in one resolution (a fresh clone's `make test` runs pip
+# and the bytecode stage once, not twice).
+$(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(call install_venv,all$(COMMA)speaker$(COMMA)ray$(COMMA)dev,$(DEV_STAMP))
+	touch $(STAMP)
 
 $(PIPECAT_STAMP): examples/pipecat_desk/requirements.txt pyproject.toml
 	test -x $(PIPECAT_VENV)/bin/python || $(TIMED) venv $(PY) -m venv $(PIPECAT_VENV)

@@ -122,9 +122,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 # --------------------------------------------------------------------------- xdist groups
 REAL_CLOCK_GROUP = "realclock"
-"""The long real-clock modules (sound loop, Pipecat, transports): one after another on one
-worker, started first, so that their waiting overlaps the other worker's computing instead of
-each other's (together they idled a core for about 100 s)."""
+"""The long modules that mostly wait (the real-clock sound loop, Pipecat and transports, and
+the Ray cluster's tests, whose daemons and timeouts keep them at about a third of a core): one
+after another on one worker, started first, so that their waiting overlaps the other worker's
+computing instead of each other's (measured on a fresh machine: 306 s and 253 s of wall time
+for 199 and 76 CPU-s; on two workers at once they idled a core)."""
 LATE_SLOW_GROUPS = {"tests/cli/test_demo.py"}
 """Slow groups taken after the others: the demo keeps both cores busy for about two minutes,
 and beside the real-clock group's first module it once pushed the sound loop's latency past

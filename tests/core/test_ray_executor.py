@@ -25,7 +25,8 @@ from tests.helpers.same import assert_same
 from voxassay.cli.main import cli
 from voxassay.core.records import Record
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# on the worker of the other long modules that mostly wait (tests/conftest.py REAL_CLOCK_GROUP)
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("realclock")]
 
 ASR = "faster-whisper"
 

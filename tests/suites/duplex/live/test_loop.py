@@ -115,12 +115,13 @@ def test_every_session_is_l3_derived_from_its_capture(run: dict[str, Any]) -> No
 
 
 def _states_its_windows(loop: dict[str, Any]) -> None:
-    """The loop's stated latency is the median of its windows' lags and its jitter their
-    standard deviation (``loop.json``'s method); every counted window correlates over 0.5 at
-    a lag inside the search range."""
-    lags = [w["lag_ms"] for w in loop["windows"]]
-    assert len(lags) == loop["n_windows"]
-    assert all(w["correlation"] >= 0.5 and -20 <= w["lag_ms"] <= 300 for w in loop["windows"])
+    """The loop's stated latency is the median of its counted windows' lags and its jitter
+    their standard deviation (``loop.json``'s method: a window counts when it correlates at
+    0.5 or more), every counted lag inside the search range, and most windows counted."""
+    counted = [w for w in loop["windows"] if w["correlation"] >= 0.5]
+    lags = [w["lag_ms"] for w in counted]
+    assert len(lags) == loop["n_windows"] and 2 * len(lags) >= len(loop["windows"])
+    assert all(-20 <= lag <= 300 for lag in lags)
     assert loop["latency_ms"] == pytest.approx(float(np.median(lags)), abs=1e-3)
     assert loop["jitter_ms"] == pytest.approx(float(np.std(lags)), abs=1e-3)
 
