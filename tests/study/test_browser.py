@@ -89,6 +89,8 @@ def test_whole_rater_session_in_chromium(tmp_path: Path) -> None:
             page.click('#profile button[type=submit]:not([name="skip"])')
             # headphone check: the button waits until every sound was played to the end
             page.wait_for_selector("#headphones")
+            # the page's script (at the end of the body) has run once the document is parsed
+            page.wait_for_load_state("domcontentloaded")
             assert page.is_disabled("#headphones button[type=submit]")
             page.evaluate(PLAY_ALL)
             page.wait_for_function(
@@ -102,6 +104,7 @@ def test_whole_rater_session_in_chromium(tmp_path: Path) -> None:
             total = None
             while True:
                 page.wait_for_selector("#answer, #finished")
+                page.wait_for_load_state("domcontentloaded")  # its script has run
                 if page.query_selector("#finished"):
                     break
                 task = page.get_attribute('input[name="task"]', "value")
