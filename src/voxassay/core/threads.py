@@ -31,7 +31,11 @@ def quiet_loaded_thread_pools() -> dict[str, str]:
     pools already loaded get the same thread count (threadpoolctl), so an actor computes what
     the ``voxassay`` command's own process would, with the same number of BLAS threads."""
     env = quiet_thread_pools()
+    try:
+        threads = int(env["OPENBLAS_NUM_THREADS"])
+    except ValueError:  # a value the user set that is not a count: left to OpenBLAS
+        return env
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(limits=int(env["OPENBLAS_NUM_THREADS"]), user_api="blas")
+    threadpool_limits(limits=threads, user_api="blas")
     return env
