@@ -65,10 +65,9 @@ print(json.dumps({"checked": checked, "stale": stale}))
 
 
 def test_every_imported_module_has_valid_bytecode() -> None:
-    code = PROBE
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     res = subprocess.run(
-        [sys.executable, "-c", code, *IMPORTS],
+        [sys.executable, "-c", PROBE, *IMPORTS],
         capture_output=True,
         text=True,
         env=env,

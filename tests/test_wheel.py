@@ -43,11 +43,16 @@ class Installed:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``args`` with the new environment's bin first on PATH, no PYTHONPATH, from ``cwd``."""
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env = _outside_env()
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         return subprocess.run(
             args, cwd=self.cwd, env=env, capture_output=True, text=True, timeout=300
         )
+
+
+def _outside_env() -> dict[str, str]:
+    """This environment without PYTHONPATH and VIRTUAL_ENV (nothing points at the checkout)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def _package_sources() -> list[str]:
@@ -112,7 +117,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         [*install, "install", "--no-deps", "--no-index", "--ignore-installed", str(wheel)],
         check=True,
         capture_output=True,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        env=_outside_env(),
     )
     cwd = root / "elsewhere" / "work"
     cwd.mkdir(parents=True)
