@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from voxassay.suites.duplex.evidence import acoustic as ac  # noqa: E402
+from voxassay.suites.duplex.evidence import acoustic_accuracy as acc  # noqa: E402
 
 KIT = ROOT.parent / "shared" / "duplex_truth_dev"
 
@@ -107,7 +108,7 @@ def raw_segments(x: np.ndarray, sr: int, channel: int, detector: str) -> list[ac
 
 
 def evaluate_raw(kit: Path, detector: str) -> dict[str, Any]:
-    truth = ac.kit_truth(kit)
+    truth = acc.kit_truth(kit)
     pairs: list[dict[str, Any]] = []
     n_truth = n_det = misses = fas = 0
     for f in truth["files"].values():
@@ -115,13 +116,13 @@ def evaluate_raw(kit: Path, detector: str) -> dict[str, Any]:
         for c in range(audio.shape[1]):
             segs = raw_segments(audio[:, c], sr, c, detector)
             utts = [u for u in f["utterances"] if u["channel"] == c and u["role"] != "noise"]
-            res = ac.edge_errors(segs, utts)
+            res = acc.edge_errors(segs, utts)
             pairs += res["pairs"]
             n_truth += res["n_truth"]
             n_det += res["n_detected"]
             misses += res["n_misses"]
             fas += res["n_false_alarms"]
-    return ac._summary(pairs, n_truth, n_det, misses, fas)
+    return acc._summary(pairs, n_truth, n_det, misses, fas)
 
 
 def fmt(v: float | None) -> str:
@@ -147,7 +148,7 @@ def table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
 def accuracy(kit: Path, title: str) -> None:
     rows: list[tuple[str, dict[str, Any]]] = []
     for det in ac.DETECTORS:
-        rows.append((f"{det} + edge rule", ac.evaluate_kit(kit, detector=det)["overall"]))
+        rows.append((f"{det} + edge rule", acc.evaluate_kit(kit, detector=det)["overall"]))
     for det in ("silero", "webrtc"):
         rows.append((f"{det} raw edges", evaluate_raw(kit, det)))
     table(title, rows)
@@ -186,7 +187,7 @@ def main() -> int:
         print(f"kit not found at {args.kit}", file=sys.stderr)
         return 2
     for det in ac.DETECTORS:
-        info = ac.detector_info(det)
+        info = acc.detector_info(det)
         print(f"{det}: {info['package']} {info['version']} frame {info['frame_ms']} ms")
     speed(args.kit, args.repeats)
     accuracy(args.kit, f"edge errors over {args.kit.name} (ms, detected - truth)")

@@ -60,7 +60,7 @@ def _segments(path: Path) -> list[Any]:
 def edge_rows(bundle: Path) -> list[dict[str, Any]]:
     """Per matched agent-speech segment: start and end error (ms) of the capture against the
     modelled playback, and whether a flush fell within 300 ms before the modelled end."""
-    from voxassay.suites.duplex.evidence.acoustic import edge_errors
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import edge_errors
 
     loop = json.loads((bundle / "loop.json").read_text())
     flushes = [f / 1000 for f in loop["flushes_ms"]]

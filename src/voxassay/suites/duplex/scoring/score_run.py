@@ -31,7 +31,7 @@ __all__ = ["BundleScorer", "Scored", "score_bundles", "score_ref", "scoring_conf
 def scoring_config(detector: str) -> dict[str, Any]:
     """What decides how bundles are scored (part of every bundle run's config and its resume
     fingerprint): the detector and the versions of every scorer."""
-    from voxassay.suites.duplex.evidence.acoustic import detector_info
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import detector_info
     from voxassay.suites.duplex.scoring.latency_table import (
         METRICS_VERSION as LEDGER_METRICS_VERSION,
     )

@@ -148,7 +148,7 @@ def score_calls(
     write_reports: bool = True,
 ) -> RunStore:
     """Segment and analyse every call into ``out/<run_id>/``; a bad call is an error record."""
-    from voxassay.suites.duplex.evidence.acoustic import detector_info
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import detector_info
 
     ids = [c.id for c in calls]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

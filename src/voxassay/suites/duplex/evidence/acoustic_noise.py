@@ -1,0 +1,250 @@
+"""What a channel's quiet sounds like, frame by frame: local noise, digital silence, leakage.
+
+Real recordings break a single global noise estimate: a phone line alternates exact digital
+zeros (codec DTX, gated lines) with a comfort-noise bed that drifts by tens of dB, and a headset
+hears the other people in the room. Everything here works on 10 ms frames (``FRAME_S``):
+
+* **Digital silence**: a frame whose peak is at most ``ZERO_PEAK`` (two steps of 16-bit PCM). It
+  is its own state: never noise, never speech, left out of every statistic below.
+* **Local noise power** by minimum statistics (Martin 2001, "Noise power spectral density
+  estimation based on optimal smoothing and minimum statistics", broadband form): the power
+  smoothed over ``SMOOTH_S`` (50 ms), its minimum over a centred ``TRACK_S`` (1.5 s) window
+  (longer than speech runs without a pause), times the bias ``B`` that minimum has on this
+  channel's noise (the median of frame power / local minimum over frames within 3 dB of their
+  minimum). Speech and crosstalk bursts never set the floor; a bed that drifts is followed.
+* **Noise ceiling**: 5 ms levels of the frames known to be noise (outside speech and leakage;
+  without enough of them, the frames within 3 dB of their local minimum) are expressed relative
+  to the local noise; the ceiling is their median + ``NOISE_Z`` (4.5) MAD-sigmas above the local
+  noise, so noise alone crosses it in at most about 0.5 % of 300 ms stretches wherever the bed
+  is, and a bed that varies (music, babble) gets the wider margin it needs.
+* **Leakage** (crosstalk, echo) from another channel of the same recording: the lag (0-500 ms,
+  the other channel earlier) at which the two channels' dB envelopes correlate best where the
+  other is loud, and the gain ``g`` (the 25th percentile of ``P_this / P_other`` at that lag
+  over those frames: the median of the half where this side adds nothing of its own). A frame whose power is
+  within ``LEAK_MARGIN_DB`` of ``g^2 P_other`` is explained by the other channel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+FRAME_S = 0.010
+ZERO_PEAK = 2.0 / 32768.0  # at most two 16-bit steps: digital silence, not noise
+SMOOTH_S = 0.030
+TRACK_S = 3.0
+NEAR_MIN_DB = 3.0  # frames within 3 dB of the local minimum are noise-like
+NOISE_Z = 4.5
+MIN_NOISE_FRAMES = 50  # 0.5 s of frames known to be noise: enough for the ceiling's spread
+LOCAL_S = 1.5  # the local median of noise frames looks this far either side ...
+LOCAL_MIN_FRAMES = 30  # ... and needs 300 ms of them
+LOCAL_STEP = 5  # evaluated every 50 ms
+TINY = 1e-12
+LEAK_LAG_S = 0.5  # the longest echo path searched
+LEAK_LOUD_DB = 20.0  # the other channel counts as loud 20 dB above its own local noise
+LEAK_MIN_FRAMES = 100  # 1 s of the other channel loud: fewer and no leakage is estimated
+LEAK_MARGIN_DB = 6.0  # a frame within 6 dB of the leaked power is the other channel's
+LEAK_MIN_CORR = 0.4  # envelope correlation below this: the channels do not hear each other
+LEAK_LEAD = -3  # frames the other channel may lag this one (clock skew between channels)
+
+
+@dataclass(frozen=True)
+class NoiseTrack:
+    """Per 10 ms frame: local noise power, the 5 ms noise ceiling (linear), digital silence."""
+
+    power: FloatArray
+    ceiling: FloatArray
+    zero: BoolArray
+    sigma_db: float
+    bias: float
+
+    def floor_db(self, a: int, b: int) -> float:
+        """Median local noise (dBFS) over frames ``[a, b)`` that are not digital silence."""
+        p = self.power[a:b][~self.zero[a:b]]
+        return _db(float(np.median(p))) if p.size else _db(TINY)
+
+    @property
+    def zero_share(self) -> float:
+        """Fraction of frames that are digital silence."""
+        return float(self.zero.mean()) if self.zero.size else 0.0
+
+
+@dataclass(frozen=True)
+class Leak:
+    """Leakage from another channel: lag (frames, other earlier), power gain ``g^2``, envelope
+    correlation at that lag, and the frames it was estimated on."""
+
+    source: int
+    lag: int
+    gain: float
+    corr: float
+    n_frames: int
+
+    @property
+    def gain_db(self) -> float:
+        return _db(self.gain)
+
+
+def _db(power: float) -> float:
+    return 10.0 * math.log10(max(power, TINY))
+
+
+def frame_stats(x: FloatArray, frame: int) -> tuple[FloatArray, BoolArray]:
+    """Power and digital-silence flag of consecutive ``frame``-sample frames."""
+    k = len(x) // frame
+    f = x[: k * frame].reshape(k, frame)
+    return np.square(f).mean(axis=1), np.abs(f).max(axis=1, initial=0.0) <= ZERO_PEAK
+
+
+def _moving_mean(p: FloatArray, w: FloatArray, n: int) -> FloatArray:
+    """Weighted centred moving mean over ``n`` frames (weights 0 drop a frame)."""
+    ker = np.ones(n)
+    num = np.convolve(p * w, ker, mode="same")
+    den = np.convolve(w, ker, mode="same")
+    return np.divide(num, den, out=np.full_like(p, np.inf), where=den > 0)
+
+
+def _running_min(s: FloatArray, n: int) -> FloatArray:
+    from scipy.ndimage import minimum_filter1d
+
+    return np.asarray(minimum_filter1d(s, size=n, mode="nearest"), dtype=np.float64)
+
+
+def _min_statistics(power: FloatArray, zero: BoolArray) -> tuple[FloatArray, BoolArray, float]:
+    """Minimum-statistics noise power per frame, the frames within 3 dB of their local minimum
+    and the bias applied (median of power / minimum over those frames)."""
+    n = power.size
+    live = (~zero).astype(np.float64)
+    smooth = _moving_mean(power, live, max(1, round(SMOOTH_S / FRAME_S)))
+    smooth[zero] = np.inf
+    lo = _running_min(smooth, max(3, round(TRACK_S / FRAME_S)))
+    finite = np.isfinite(lo)
+    if not finite.all():  # a window of digital silence only: nearest defined minimum
+        idx = np.flatnonzero(finite)
+        lo = np.interp(np.arange(n), idx, lo[idx])
+    lo = np.maximum(lo, TINY)
+    near = ~zero & (smooth <= lo * 10.0 ** (NEAR_MIN_DB / 10.0))
+    bias = max(1.0, float(np.median(power[near] / lo[near]))) if near.any() else 1.0
+    return lo * bias, near, bias
+
+
+def _local_median(power: FloatArray, quiet: BoolArray) -> FloatArray:
+    """Median power of the ``quiet`` frames within ``LOCAL_S`` of each frame (NaN where fewer
+    than ``LOCAL_MIN_FRAMES``); evaluated every ``LOCAL_STEP`` frames and held between."""
+    n = power.size
+    half = round(LOCAL_S / FRAME_S)
+    vals = np.where(quiet, power, np.nan)
+    padded = np.concatenate((np.full(half, np.nan), vals, np.full(half, np.nan)))
+    centres = np.arange(0, n, LOCAL_STEP)
+    out = np.full(centres.size, np.nan)
+    for k in range(0, centres.size, 256):  # bounded memory on hour-long files
+        c = centres[k : k + 256]
+        win = padded[c[:, None] + np.arange(2 * half + 1)[None, :]]
+        enough = np.sum(~np.isnan(win), axis=1) >= LOCAL_MIN_FRAMES
+        if enough.any():
+            out[k : k + c.size][enough] = np.nanmedian(win[enough], axis=1)
+    return np.repeat(out, LOCAL_STEP)[:n]
+
+
+def track_noise(
+    power: FloatArray,
+    zero: BoolArray,
+    halves: FloatArray,
+    noise_frames: BoolArray | None = None,
+) -> NoiseTrack:
+    """Local noise and ceiling per frame (module docstring). ``halves``: the two 5 ms powers of
+    every frame, shape (frames, 2). ``noise_frames``: frames known to hold no speech (outside
+    the detector's regions, not another channel's leakage): the noise is then their local
+    median (a music or babble bed is noise at its own level) and the ceiling's spread theirs;
+    where they are too few, and without them, minimum statistics and the frames near it."""
+    n = power.size
+    if n == 0 or bool(zero.all()):
+        tiny = np.full(n, TINY)
+        return NoiseTrack(tiny, tiny.copy(), zero, 0.0, 1.0)
+    noise, quiet, bias = _min_statistics(power, zero)
+    if noise_frames is not None and int((noise_frames[:n] & ~zero).sum()) >= MIN_NOISE_FRAMES:
+        quiet = noise_frames[:n] & ~zero
+        local = _local_median(power, quiet)
+        noise = np.where(np.isnan(local), noise, np.maximum(local, TINY))
+    rel = 10.0 * np.log10(np.maximum(halves[:n][quiet], TINY) / noise[quiet, None]).ravel()
+    med = float(np.median(rel)) if rel.size else 0.0
+    sigma = 1.4826 * float(np.median(np.abs(rel - med))) if rel.size else 0.0
+    ceiling = noise * 10.0 ** ((med + NOISE_Z * sigma) / 10.0)
+    return NoiseTrack(noise, ceiling, zero, sigma, bias)
+
+
+def _lagged(p: FloatArray, lag: int) -> FloatArray:
+    """``p`` delayed by ``lag`` frames (advanced when negative); the ends repeat the edge frame."""
+    if lag == 0 or p.size == 0:
+        return p
+    if lag > 0:
+        return np.concatenate((np.full(lag, p[0]), p[:-lag]))
+    return np.concatenate((p[-lag:], np.full(-lag, p[-1])))
+
+
+def _fit(mine: FloatArray, other: FloatArray, sel: BoolArray) -> tuple[float, float] | None:
+    """Envelope correlation over the leak-like half of ``sel`` (frames where this channel is
+    quietest relative to the other) and the 25th percentile of the power ratio (dB): the median of the leak-like half."""
+    if int(sel.sum()) < LEAK_MIN_FRAMES:
+        return None
+    r = mine[sel] - other[sel]
+    low = r <= np.median(r)
+    a, b = mine[sel][low], other[sel][low]
+    if a.size < 3 or float(a.std()) == 0.0 or float(b.std()) == 0.0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1]), float(np.percentile(r, 25))
+
+
+def estimate_leak(
+    power: FloatArray, zero: BoolArray, other: FloatArray, other_noise: FloatArray, source: int
+) -> Leak | None:
+    """How much of ``other`` (a channel of the same recording, same frames) this channel hears.
+
+    Over the frames where the other channel is loud, the half where this channel is quietest
+    relative to it is where leakage (if any) dominates; there the dB envelopes correlate when
+    this channel hears the other. The lag with the best correlation (-30 ms for clock skew to
+    +500 ms for echo paths) wins; None when the other is loud for under 1 s or the best
+    correlation is under ``LEAK_MIN_CORR``. The gain is the 25th percentile of the power ratio."""
+    n = min(power.size, other.size)
+    if n == 0:
+        return None
+    mine = 10.0 * np.log10(np.maximum(power[:n], TINY))
+    theirs = 10.0 * np.log10(np.maximum(other[:n], TINY))
+    loud = (other[:n] > other_noise[:n] * 10.0 ** (LEAK_LOUD_DB / 10.0)).astype(np.float64)
+    best: tuple[float, int, float] | None = None
+    for lag in range(LEAK_LEAD, min(n - 1, round(LEAK_LAG_S / FRAME_S)) + 1):
+        sel = (_lagged(loud, lag) > 0) & ~zero[:n]
+        fit = _fit(mine, _lagged(theirs, lag), sel)
+        if fit and math.isfinite(fit[0]) and (best is None or fit[0] > best[0]):
+            best = (fit[0], lag, fit[1])
+    if best is None or best[0] < LEAK_MIN_CORR:
+        return None
+    corr, lag, ratio_db = best
+    sel = (_lagged(loud, lag) > 0) & ~zero[:n]
+    return Leak(source, lag, 10.0 ** (ratio_db / 10.0), round(corr, 3), int(sel.sum()))
+
+
+def leak_power(leaks: Sequence[tuple[Leak, FloatArray]], n: int) -> FloatArray:
+    """Per frame, the most power any other channel leaks into this one (``g^2 P_other``, the
+    other's frame at the lag and its two neighbours, for edges that fall between frames).
+    ``leaks``: each leak with its source channel's frame powers."""
+    out = np.zeros(n)
+    for leak, other in leaks:
+        src = _lagged(other[:n], leak.lag)
+        if src.size < n:
+            src = np.pad(src, (0, n - src.size))
+        wide = np.maximum(src, np.maximum(np.roll(src, 1), np.roll(src, -1)))
+        out = np.maximum(out, leak.gain * wide)
+    return out
+
+
+def explained_by_leak(power: FloatArray, leaked: FloatArray) -> BoolArray:
+    """Frames whose power is within ``LEAK_MARGIN_DB`` of the leaked power."""
+    return power < leaked * 10.0 ** (LEAK_MARGIN_DB / 10.0)
