@@ -463,7 +463,7 @@ def test_kit_bundles_scored_end_to_end(kit_run: tuple[Path, dict[str, Any]]) -> 
     assert report["failure_summary"]["n"] == 2
 
     md = (run / "report.md").read_text()
-    assert "measured edge error" in md and "No study linked" in md and "VERIFIED at L3" in md
+    assert "edge error on real speech" in md and "No study linked" in md and "VERIFIED at L3" in md
     html = (run / "report.html").read_text()
     assert html.count("<svg") >= 2 and "input.wav <audio" in html and "FAILURE" in html
 

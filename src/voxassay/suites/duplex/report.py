@@ -82,6 +82,8 @@ def build_recordings_report(store: RunStore) -> dict[str, Any]:
                     "events": d["events"],
                     "takeovers": d["takeovers"],
                     "segments": rec.output.get("segments"),
+                    "acoustic": rec.output.get("acoustic"),
+                    "problems": rec.output.get("problems") or [],
                     "compat": compat_metrics(analysis),
                     "evidence_level": evidence.get("level"),
                     "declared_level": evidence.get("declared_level"),

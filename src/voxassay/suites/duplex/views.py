@@ -10,7 +10,16 @@ import numpy as np
 
 from voxassay.contracts.duplex.scorecard import Scorecard, SessionCard
 from voxassay.core.runstore import RunStore
-from voxassay.report.document import Clip, Document, Players, Section, Table, Text, Timeline
+from voxassay.report.document import (
+    Clip,
+    Document,
+    Players,
+    Section,
+    Sentences,
+    Table,
+    Text,
+    Timeline,
+)
 from voxassay.report.html import fmt, timeline_svg
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import ProfileEntry, short_name
@@ -23,6 +32,7 @@ from voxassay.suites.duplex.views_parts import (
     given,
     latency_rows,
     ms,
+    problem_text,
     rate_rows,
 )
 
@@ -166,8 +176,51 @@ def _call_section(call: SessionCard, store: RunStore | None) -> Section:
         Table(["overlap", "kind", "onset s", "stop ms", "observed", "expected", "outcome"], rows)
         if rows
         else None,
+        *_acoustic_blocks(call),
     )
     return sec
+
+
+CHANNEL_HEADERS = [
+    "side",
+    "noise floor dBFS (p5 / p50 / p95)",
+    "digital silence",
+    "detector speech s",
+    "edges placed s",
+    "detector edges",
+    "other side's sound",
+    "hears the other side",
+]
+
+
+def _acoustic_blocks(call: SessionCard) -> list[Any]:
+    """What the acoustic front end saw on each side, and the problems it raised."""
+    acoustic = given(call, "acoustic") or {}
+    rows = []
+    for side in ("user", "agent"):
+        r = acoustic.get(side)
+        if not r:
+            continue
+        leaks = "; ".join(
+            f"{lk['gain_db']:.0f} dB at {lk['lag_ms']:.0f} ms" for lk in r.get("leaks") or []
+        )
+        rows.append(
+            [
+                side,
+                " / ".join(f"{v:.0f}" for v in r.get("noise_dbfs") or []),
+                f"{100 * float(r.get('zero_share') or 0):.0f} %",
+                r.get("detector_s"),
+                r.get("kept_s"),
+                r.get("detector_edges"),
+                r.get("crosstalk"),
+                leaks or "no",
+            ]
+        )
+    problems = [problem_text(p) for p in given(call, "problems") or []]
+    return [
+        Table(CHANNEL_HEADERS, rows, left=1) if rows else None,
+        Sentences(problems) if problems else None,
+    ]
 
 
 def _stereo_player(call: SessionCard) -> Players | None:

@@ -138,19 +138,29 @@ def latency_rows(overall: Overall) -> list[list[Any]]:
 
 
 def detector_line(card: Scorecard) -> str:
+    """The detector and its measured accuracy: on real speech first (the figure that holds
+    for recordings), then on the constructed truth kit."""
     det = given(card, "detector") or {}
+    real = det.get("measured_error_real") or {}
     err = det.get("measured_error") or {}
     text = (
         f"Acoustic events from detector `{det.get('name', '?')}` {det.get('version') or ''}".strip()
     )
+    if real:
+        text += (
+            f"; its edge error on real speech ({real.get('on')}, {real.get('n_edges')} edges): "
+            f"median {fmt(real.get('median_ms'), 1)} ms, P90 {fmt(real.get('p90_ms'), 1)} ms, "
+            f"max {fmt(real.get('max_ms'), 1)} ms; {real.get('misses')} segment(s) missed, "
+            f"{real.get('false_segments')} false"
+        )
     if err:
         text += (
-            f"; its measured edge error ({err.get('on', 'reference set')}): onset median "
+            f"; on constructed truth ({err.get('on', 'reference set')}): onset median "
             f"{fmt(err.get('onset_median_ms'), 1)} ms, max {fmt(err.get('onset_max_ms'), 1)} ms; "
             f"offset median {fmt(err.get('offset_median_ms'), 1)} ms, max "
             f"{fmt(err.get('offset_max_ms'), 1)} ms"
         )
-    else:
+    if not (real or err):
         text += "; no measured edge error available for this detector"
     return text + "."
 

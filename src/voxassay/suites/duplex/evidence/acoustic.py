@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxassay.suites.duplex.evidence.acoustic_noise import (
+    LEAK_FRAME_MARGIN_DB,
     LEAK_MARGIN_DB,
     Leak,
     NoiseTrack,
@@ -68,8 +69,9 @@ MIN_GAP_MS = 500.0
 MIN_SPEECH_MS = 80.0
 CAP_REL_DB = -6.0  # the mix threshold never exceeds the segment's level - 6 dB ...
 LEAST_ABOVE_NOISE = 1.0 + 10.0 ** (FLOOR_MARGIN_DB / 10.0)  # ... nor falls below floor + 2 dB
-LEAK_FACTOR = 10.0 ** (LEAK_MARGIN_DB / 10.0)
+LEAK_FACTOR = 10.0 ** (LEAK_FRAME_MARGIN_DB / 10.0)
 ECHO_LAG_S = 0.04  # leakage arriving 40 ms or more after its source is echo, sooner crosstalk
+LEAK_MIN_RUN_FRAMES = 2  # under audible leakage, a run above it shorter than 20 ms is a peak
 LEAK_SHARE = 0.5  # a region is crosstalk/echo when leakage explains half its loud frames
 KEPT_SHARE = 0.5  # refinement keeping less of the detector's speech is a recorded problem
 
@@ -330,8 +332,24 @@ class _Channel:
         mix = np.maximum(mix, noise * LEAST_ABOVE_NOISE)
         ok = self.p5[lo:hi] > mix
         if self.leaked is not None:
-            ok &= self.p5[lo:hi] > self.leaked[fi] * LEAK_FACTOR
+            leak = self.leaked[fi] * LEAK_FACTOR
+            ok &= self.p5[lo:hi] > leak
+            ok = _drop_short_runs(ok, leak > mix, self.frame * LEAK_MIN_RUN_FRAMES)
         return np.flatnonzero(ok) + lo
+
+
+def _drop_short_runs(ok: NDArray[np.bool_], where: NDArray[np.bool_], n: int) -> NDArray[np.bool_]:
+    """``ok`` without its runs shorter than ``n`` samples that start where ``where`` holds
+    (a peak of leakage is not an onset: own sound under audible leakage lasts)."""
+    d = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    short = ((ends - starts) < n) & where[starts] if starts.size else np.zeros(0, dtype=bool)
+    if not short.any():
+        return ok
+    mark = np.zeros(ok.size + 1, dtype=np.int32)
+    np.add.at(mark, starts[short], 1)
+    np.add.at(mark, ends[short], -1)
+    return ok & (np.cumsum(mark[:-1]) == 0)
 
 
 def _groups(loud: NDArray[np.intp], gap: int) -> list[tuple[int, int]]:
@@ -526,7 +544,7 @@ class ChannelReport:
     """What detection did on one channel, for the record and the report.
 
     ``detector_s``: speech the detector found; ``kept_s``: the part of it inside segments whose
-    edges the edge rule placed; ``detector_edges``: segments kept with the detector's edges;
+    edges the edge rule placed (under half of the part no other channel explains is a problem); ``detector_edges``: segments kept with the detector's edges;
     ``crosstalk``: segments another channel explains; ``below_noise``: detector regions with
     nothing above the local noise (kept as ``noise``); ``zero_share``: frames of digital silence;
     ``noise_dbfs``: the local noise floor's 5th, 50th and 95th percentiles; ``leaks``: the other
@@ -707,18 +725,22 @@ def _fill_report(
     report: ChannelReport, regions: list[tuple[int, int]], spans: list[_Span], sr: int
 ) -> None:
     """Detector speech, the part refinement kept, fallbacks, crosstalk, and the problem."""
+
+    def covered(kinds: tuple[str, ...], edge: str | None = None) -> float:
+        chosen = [(s.start, s.end) for s in spans if s.kind in kinds and edge in (None, s.edge)]
+        return sum(max(0, min(b, e) - max(a, s)) for a, b in regions for s, e in chosen) / sr
+
     report.detector_s = round(sum(b - a for a, b in regions) / sr, 3)
-    placed = [(s.start, s.end) for s in spans if s.kind == "speech" and s.edge == "acoustic"]
-    kept = sum(max(0, min(b, e) - max(a, s)) for a, b in regions for s, e in placed)
-    report.kept_s = round(kept / sr, 3)
+    report.kept_s = round(covered(("speech",), "acoustic"), 3)
     report.detector_edges = sum(1 for s in spans if s.edge == "detector" and s.kind == "speech")
     report.crosstalk = sum(1 for s in spans if s.kind in ("crosstalk", "echo"))
     report.below_noise = sum(1 for s in spans if s.kind == "noise" and s.edge == "detector")
-    if report.detector_s > 0 and report.kept_s < KEPT_SHARE * report.detector_s:
+    own = report.detector_s - covered(("crosstalk", "echo"))
+    if own > 0 and report.kept_s < KEPT_SHARE * own:
         report.problems.append(
             f"channel {report.channel}: the edge rule placed {report.kept_s:.1f} s of the "
-            f"{report.detector_s:.1f} s of speech the detector found; the rest keeps the "
-            "detector's edges (edge: detector) or is another channel's sound"
+            f"{own:.1f} s of speech the detector found (other channels' sound left out); the "
+            "rest keeps the detector's edges (edge: detector) or is below the noise"
         )
 
 

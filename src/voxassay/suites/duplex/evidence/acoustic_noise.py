@@ -20,8 +20,9 @@ hears the other people in the room. Everything here works on 10 ms frames (``FRA
 * **Leakage** (crosstalk, echo) from another channel of the same recording: the lag (0-500 ms,
   the other channel earlier) at which the two channels' dB envelopes correlate best where the
   other is loud, and the gain ``g`` (the 25th percentile of ``P_this / P_other`` at that lag
-  over those frames: the median of the half where this side adds nothing of its own). A frame whose power is
-  within ``LEAK_MARGIN_DB`` of ``g^2 P_other`` is explained by the other channel.
+  over those frames: the median of the half where this side adds nothing of its own). A frame
+  within ``LEAK_FRAME_MARGIN_DB`` (10 dB) of ``g^2 P_other`` is not this channel's own sound; a
+  sound whose median is within ``LEAK_MARGIN_DB`` (6 dB) of it is the other channel's.
 """
 
 from __future__ import annotations
@@ -43,15 +44,17 @@ TRACK_S = 3.0
 NEAR_MIN_DB = 3.0  # frames within 3 dB of the local minimum are noise-like
 NOISE_Z = 4.5
 MIN_NOISE_FRAMES = 50  # 0.5 s of frames known to be noise: enough for the ceiling's spread
-LOCAL_S = 1.5  # the local median of noise frames looks this far either side ...
+LOCAL_S = (1.5, 5.0)  # the local median of noise frames looks this far either side ...
 LOCAL_MIN_FRAMES = 30  # ... and needs 300 ms of them
 LOCAL_STEP = 5  # evaluated every 50 ms
 TINY = 1e-12
 LEAK_LAG_S = 0.5  # the longest echo path searched
 LEAK_LOUD_DB = 20.0  # the other channel counts as loud 20 dB above its own local noise
 LEAK_MIN_FRAMES = 100  # 1 s of the other channel loud: fewer and no leakage is estimated
-LEAK_MARGIN_DB = 6.0  # a frame within 6 dB of the leaked power is the other channel's
-LEAK_MIN_CORR = 0.4  # envelope correlation below this: the channels do not hear each other
+LEAK_MARGIN_DB = 6.0  # a sound whose median is within 6 dB of the leaked power is leakage
+LEAK_FRAME_MARGIN_DB = 10.0  # a frame within 10 dB of it is not this channel's own sound
+DETREND_S = 0.5  # envelopes lose their slow part (AGC, bed drift) before they are correlated
+LEAK_MIN_CORR = 0.3  # envelope correlation below this: the channels do not hear each other
 LEAK_LEAD = -3  # frames the other channel may lag this one (clock skew between channels)
 
 
@@ -135,11 +138,11 @@ def _min_statistics(power: FloatArray, zero: BoolArray) -> tuple[FloatArray, Boo
     return lo * bias, near, bias
 
 
-def _local_median(power: FloatArray, quiet: BoolArray) -> FloatArray:
-    """Median power of the ``quiet`` frames within ``LOCAL_S`` of each frame (NaN where fewer
+def _local_median(power: FloatArray, quiet: BoolArray, reach_s: float) -> FloatArray:
+    """Median power of the ``quiet`` frames within ``reach_s`` of each frame (NaN where fewer
     than ``LOCAL_MIN_FRAMES``); evaluated every ``LOCAL_STEP`` frames and held between."""
     n = power.size
-    half = round(LOCAL_S / FRAME_S)
+    half = round(reach_s / FRAME_S)
     vals = np.where(quiet, power, np.nan)
     padded = np.concatenate((np.full(half, np.nan), vals, np.full(half, np.nan)))
     centres = np.arange(0, n, LOCAL_STEP)
@@ -161,9 +164,10 @@ def track_noise(
 ) -> NoiseTrack:
     """Local noise and ceiling per frame (module docstring). ``halves``: the two 5 ms powers of
     every frame, shape (frames, 2). ``noise_frames``: frames known to hold no speech (outside
-    the detector's regions, not another channel's leakage): the noise is then their local
-    median (a music or babble bed is noise at its own level) and the ceiling's spread theirs;
-    where they are too few, and without them, minimum statistics and the frames near it."""
+    the detector's regions, not another channel's leakage): the noise is then their median
+    within 1.5 s (else 5 s, else the whole file: a music or babble bed is noise at its own
+    level) and the ceiling's spread theirs; without them, minimum statistics and the frames
+    near their minimum."""
     n = power.size
     if n == 0 or bool(zero.all()):
         tiny = np.full(n, TINY)
@@ -171,8 +175,11 @@ def track_noise(
     noise, quiet, bias = _min_statistics(power, zero)
     if noise_frames is not None and int((noise_frames[:n] & ~zero).sum()) >= MIN_NOISE_FRAMES:
         quiet = noise_frames[:n] & ~zero
-        local = _local_median(power, quiet)
-        noise = np.where(np.isnan(local), noise, np.maximum(local, TINY))
+        local = np.full(n, float(np.median(power[quiet])))
+        for reach in reversed(LOCAL_S):  # the nearest reach with enough noise frames wins
+            near_median = _local_median(power, quiet, reach)
+            local = np.where(np.isnan(near_median), local, near_median)
+        noise = np.maximum(local, TINY)
     rel = 10.0 * np.log10(np.maximum(halves[:n][quiet], TINY) / noise[quiet, None]).ravel()
     med = float(np.median(rel)) if rel.size else 0.0
     sigma = 1.4826 * float(np.median(np.abs(rel - med))) if rel.size else 0.0
@@ -189,6 +196,12 @@ def _lagged(p: FloatArray, lag: int) -> FloatArray:
     return np.concatenate((p[-lag:], np.full(-lag, p[-1])))
 
 
+def _detrend(db: FloatArray) -> FloatArray:
+    """A dB envelope less its ``DETREND_S`` moving mean: syllables stay, AGC and drift go."""
+    n = max(1, round(DETREND_S / FRAME_S))
+    return db - np.convolve(db, np.ones(n) / n, mode="same")
+
+
 def _fit(mine: FloatArray, other: FloatArray, sel: BoolArray) -> tuple[float, float] | None:
     """Envelope correlation over the leak-like half of ``sel`` (frames where this channel is
     quietest relative to the other) and the 25th percentile of the power ratio (dB): the median of the leak-like half."""
@@ -196,7 +209,7 @@ def _fit(mine: FloatArray, other: FloatArray, sel: BoolArray) -> tuple[float, fl
         return None
     r = mine[sel] - other[sel]
     low = r <= np.median(r)
-    a, b = mine[sel][low], other[sel][low]
+    a, b = _detrend(mine)[sel][low], _detrend(other)[sel][low]
     if a.size < 3 or float(a.std()) == 0.0 or float(b.std()) == 0.0:
         return None
     return float(np.corrcoef(a, b)[0, 1]), float(np.percentile(r, 25))
@@ -246,5 +259,5 @@ def leak_power(leaks: Sequence[tuple[Leak, FloatArray]], n: int) -> FloatArray:
 
 
 def explained_by_leak(power: FloatArray, leaked: FloatArray) -> BoolArray:
-    """Frames whose power is within ``LEAK_MARGIN_DB`` of the leaked power."""
-    return power < leaked * 10.0 ** (LEAK_MARGIN_DB / 10.0)
+    """Frames whose power is within ``LEAK_FRAME_MARGIN_DB`` of the leaked power."""
+    return power < leaked * 10.0 ** (LEAK_FRAME_MARGIN_DB / 10.0)

@@ -296,23 +296,30 @@ def load_sides(folder: Path) -> tuple[Any, Any, int, list[Problem]]:
 def segments_from_audio(folder: Path, detector: str) -> tuple[dict[str, Any], list[Problem]]:
     """Both sides' segments (``include_noise=True``) and the audio length, as recordings."""
     user, agent, sr, notes = load_sides(folder)
-    return segments_of(user, agent, sr, detector), notes
+    out = segments_of(user, agent, sr, detector)
+    for side, name in (("user", "input.wav"), ("agent", "output.wav")):
+        for msg in out["acoustic"][side]["problems"]:
+            notes.append(Problem(str(folder / name), None, None, "warning", msg))
+    return out, notes
 
 
 def segments_of(user: Any, agent: Any, sr: int, detector: str) -> dict[str, Any]:
-    """Segments as plain JSON values (gaps as lists), as a record or features.json holds them."""
-    from voxassay.suites.duplex.evidence.acoustic import detect_segments
+    """Segments as plain JSON values (gaps as lists), as a record or features.json holds them,
+    with each side's acoustic report (each side checked against the other for leakage)."""
+    from voxassay.suites.duplex.evidence.acoustic import detect_channels
 
     def plain(seg: Any) -> dict[str, Any]:
         d = asdict(seg)
         d["gaps"] = [list(g) for g in d["gaps"]]
         return d
 
-    segs = {
-        side: [
-            plain(s)
-            for s in detect_segments(x, sr, channel=c, detector=detector, include_noise=True)
-        ]
-        for c, (side, x) in enumerate((("user", user), ("agent", agent)))
+    found, reports = detect_channels([user, agent], sr, detector=detector, include_noise=True)
+    sides = ("user", "agent")
+    return {
+        "segments": {
+            side: [plain(s) for s in segs] for side, segs in zip(sides, found, strict=True)
+        },
+        "duration_s": len(user) / sr,
+        "detector": detector,
+        "acoustic": {side: asdict(r) for side, r in zip(sides, reports, strict=True)},
     }
-    return {"segments": segs, "duration_s": len(user) / sr, "detector": detector}

@@ -115,27 +115,38 @@ def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
-    """Detect both channels' segments; returns the record ``output`` (segments, duration)."""
+    """Detect both channels' segments; returns the record ``output`` (segments, duration,
+    each channel's acoustic report and the problems found)."""
     user, agent, sr = load_channels(call)
-    return segment_sides(user, agent, sr, detector)
+    return segment_sides(user, agent, sr, detector, source=call.files[0])
 
 
-def segment_sides(user: np.ndarray, agent: np.ndarray, sr: int, detector: str) -> dict[str, Any]:
+def segment_sides(
+    user: np.ndarray, agent: np.ndarray, sr: int, detector: str, source: str = "recording"
+) -> dict[str, Any]:
     """Speech segments of the two sides of one call (same clock, same length), with the
-    call's duration and the detector: the record ``output`` of a recording."""
-    from voxassay.suites.duplex.evidence.acoustic import detect_segments
+    call's duration, the detector, each side's acoustic report (``acoustic.ChannelReport``:
+    noise floor, digital silence, leakage from the other side, what refinement kept) and
+    the problems those reports raise (warnings on ``source``): the record ``output`` of a
+    recording. Each side is checked against the other, so echo and crosstalk are labelled."""
+    from voxassay.suites.duplex.evidence.acoustic import detect_channels
 
-    segs = {
-        "user": [
-            asdict(s)
-            for s in detect_segments(user, sr, channel=0, detector=detector, include_noise=True)
-        ],
-        "agent": [
-            asdict(s)
-            for s in detect_segments(agent, sr, channel=1, detector=detector, include_noise=True)
-        ],
+    segs, reports = detect_channels([user, agent], sr, detector=detector, include_noise=True)
+    sides = ("user", "agent")
+    problems = [
+        {"file": source, "line": None, "column": None, "severity": "warning", "message": m}
+        for side, r in zip(sides, reports, strict=True)
+        for m in (f"{side}: {p}" for p in r.problems)
+    ]
+    return {
+        "segments": {
+            side: [asdict(s) for s in found] for side, found in zip(sides, segs, strict=True)
+        },
+        "duration_s": len(user) / sr,
+        "detector": detector,
+        "acoustic": {side: asdict(r) for side, r in zip(sides, reports, strict=True)},
+        "problems": problems,
     }
-    return {"segments": segs, "duration_s": len(user) / sr, "detector": detector}
 
 
 def score_calls(
