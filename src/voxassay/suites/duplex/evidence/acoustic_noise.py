@@ -14,8 +14,8 @@ hears the other people in the room. Everything here works on 10 ms frames (``FRA
   minimum). Speech and crosstalk bursts never set the floor; a bed that drifts is followed.
 * **Noise ceiling**: 5 ms levels of the frames known to be noise (outside speech and leakage;
   without enough of them, the frames within 3 dB of their local minimum) are expressed relative
-  to the local noise; the ceiling is their median + ``NOISE_Z`` (4.5) MAD-sigmas above the local
-  noise, so noise alone crosses it in at most about 0.5 % of 300 ms stretches wherever the bed
+  to the local noise; the ceiling is their median + ``NOISE_Z`` (4.5) sigmas above the local
+  noise (sigma from the lower quartile: other sounds among them only add power), so noise alone crosses it in at most about 0.5 % of 300 ms stretches wherever the bed
   is, and a bed that varies (music, babble) gets the wider margin it needs.
 * **Leakage** (crosstalk, echo) from another channel of the same recording: the lag (0-500 ms,
   the other channel earlier) at which the two channels' dB envelopes correlate best where the
@@ -45,7 +45,8 @@ NEAR_MIN_DB = 3.0  # frames within 3 dB of the local minimum are noise-like
 NOISE_Z = 4.5
 MIN_NOISE_FRAMES = 50  # 0.5 s of frames known to be noise: enough for the ceiling's spread
 LOCAL_S = (1.5, 5.0)  # the local median of noise frames looks this far either side ...
-LOCAL_MIN_FRAMES = 30  # ... and needs 300 ms of them
+LOCAL_MIN_FRAMES = 30  # ... and needs 300 ms of them ...
+LOCAL_Q = 25.0  # ... and takes their lower quartile: breaths and crosstalk among them add power
 LOCAL_STEP = 5  # evaluated every 50 ms
 TINY = 1e-12
 LEAK_LAG_S = 0.5  # the longest echo path searched
@@ -138,9 +139,10 @@ def _min_statistics(power: FloatArray, zero: BoolArray) -> tuple[FloatArray, Boo
     return lo * bias, near, bias
 
 
-def _local_median(power: FloatArray, quiet: BoolArray, reach_s: float) -> FloatArray:
-    """Median power of the ``quiet`` frames within ``reach_s`` of each frame (NaN where fewer
-    than ``LOCAL_MIN_FRAMES``); evaluated every ``LOCAL_STEP`` frames and held between."""
+def _local_level(power: FloatArray, quiet: BoolArray, reach_s: float) -> FloatArray:
+    """The ``LOCAL_Q`` percentile power of the ``quiet`` frames within ``reach_s`` of each
+    frame (NaN where fewer than ``LOCAL_MIN_FRAMES``); evaluated every ``LOCAL_STEP`` frames
+    and held between."""
     n = power.size
     half = round(reach_s / FRAME_S)
     vals = np.where(quiet, power, np.nan)
@@ -152,7 +154,7 @@ def _local_median(power: FloatArray, quiet: BoolArray, reach_s: float) -> FloatA
         win = padded[c[:, None] + np.arange(2 * half + 1)[None, :]]
         enough = np.sum(~np.isnan(win), axis=1) >= LOCAL_MIN_FRAMES
         if enough.any():
-            out[k : k + c.size][enough] = np.nanmedian(win[enough], axis=1)
+            out[k : k + c.size][enough] = np.nanpercentile(win[enough], LOCAL_Q, axis=1)
     return np.repeat(out, LOCAL_STEP)[:n]
 
 
@@ -164,9 +166,9 @@ def track_noise(
 ) -> NoiseTrack:
     """Local noise and ceiling per frame (module docstring). ``halves``: the two 5 ms powers of
     every frame, shape (frames, 2). ``noise_frames``: frames known to hold no speech (outside
-    the detector's regions, not another channel's leakage): the noise is then their median
-    within 1.5 s (else 5 s, else the whole file: a music or babble bed is noise at its own
-    level) and the ceiling's spread theirs; without them, minimum statistics and the frames
+    the detector's regions, not another channel's leakage): the noise is then their lower
+    quartile within 1.5 s (else 5 s, else the whole file: a music or babble bed is noise at
+    its own level, a breath or a burst of crosstalk among them is not) and the ceiling's spread theirs; without them, minimum statistics and the frames
     near their minimum."""
     n = power.size
     if n == 0 or bool(zero.all()):
@@ -175,14 +177,16 @@ def track_noise(
     noise, quiet, bias = _min_statistics(power, zero)
     if noise_frames is not None and int((noise_frames[:n] & ~zero).sum()) >= MIN_NOISE_FRAMES:
         quiet = noise_frames[:n] & ~zero
-        local = np.full(n, float(np.median(power[quiet])))
+        local = np.full(n, float(np.percentile(power[quiet], LOCAL_Q)))
         for reach in reversed(LOCAL_S):  # the nearest reach with enough noise frames wins
-            near_median = _local_median(power, quiet, reach)
-            local = np.where(np.isnan(near_median), local, near_median)
+            near = _local_level(power, quiet, reach)
+            local = np.where(np.isnan(near), local, near)
         noise = np.maximum(local, TINY)
     rel = 10.0 * np.log10(np.maximum(halves[:n][quiet], TINY) / noise[quiet, None]).ravel()
     med = float(np.median(rel)) if rel.size else 0.0
-    sigma = 1.4826 * float(np.median(np.abs(rel - med))) if rel.size else 0.0
+    # the spread from the lower half: sounds among the noise frames (crosstalk, a door) only
+    # ever add power, so the quiet side of the distribution is the noise's own
+    sigma = (med - float(np.percentile(rel, 25))) / 0.6745 if rel.size else 0.0
     ceiling = noise * 10.0 ** ((med + NOISE_Z * sigma) / 10.0)
     return NoiseTrack(noise, ceiling, zero, sigma, bias)
 
