@@ -131,7 +131,7 @@ INJECTIONS: tuple[Injection, ...] = (
             "false_silence_rate": "the answer to the barge-in follows the old response without "
             "a gap: one acoustic burst that began before the user's turn, so the turn has no "
             "response of its own (censored latency)",
-            "response_latency_ms": "the barge-in turn's latency is censored (same burst)",
+            "floor_transfer_offset_ms": "the barge-in turn's latency is censored (same burst)",
             "response_first_audio_ms": "the answer to the barge-in starts only after the old "
             "response has played out",
             "response_first_playback_ms": "as response_first_audio_ms, on the player's clock",
@@ -154,7 +154,7 @@ INJECTIONS: tuple[Injection, ...] = (
             "ends the user's input (and answers) about 450 ms sooner by construction",
             "response_first_audio_ms": "250 ms endpoint (as end_of_input_ms)",
             "response_first_playback_ms": "250 ms endpoint (as end_of_input_ms)",
-            "response_latency_ms": "250 ms endpoint (as end_of_input_ms)",
+            "floor_transfer_offset_ms": "250 ms endpoint (as end_of_input_ms)",
         },
     ),
     Injection(

@@ -555,7 +555,7 @@ def test_recordings_run_fails_a_violated_gate_below_its_evidence_floor(
     assert t.evidence_level == "L2" and t.hours and t.hours > 0
     assert "provenance unknown" in t.evidence_note
     lat, _ = t.lookup("response_first_audio_ms")
-    assert lat is not None and lat.name == "response_latency_ms" and lat.overall.n == 3
+    assert lat is not None and lat.name == "floor_transfer_offset_ms" and lat.overall.n == 3
     stop, _ = t.lookup("interrupt_stop_ms")
     assert stop is not None and stop.name == "barge_in_stop_ms"
     fy, _ = t.lookup("backchannel_false_cancel")

@@ -87,6 +87,10 @@ LOCAL_NOISE = (
     "TV clip was placed (3.019 s in the ledger), now 10 ms after it, and the naive agent's "
     "yield to the TV (interrupt at 3.48 s) counts: false yields 2 of 2, as the ledger shows"
 )
+ONE_SAMPLE = (
+    "issue 31: with the noise estimated locally the agent's onset in d02 moves by one sample "
+    "(62.5 us, 2.727125 -> 2.7270625 s), and every figure made from it"
+)
 CHANGED: dict[str, str] = {
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
@@ -101,6 +105,15 @@ CHANGED: dict[str, str] = {
     "as keep_in_shadow)",
     r"sessions\[id=(ambient-hum-and-chatter|bystander-tv-and-chatter)\]\."
     r"(behaviour_accuracy|failures)$": LOCAL_NOISE,
+    r"metrics_version$": "issue 31: duplex-stereo/2, the turn latency is the floor-transfer "
+    "offset (floor_transfer_offset_ms, response_latency_ms its alias)",
+    r"systems\[[^\]]+\]\.overall\.version$": "issue 31: turn layer v3 (turns cut by the "
+    "recording's start or end are censored)",
+    r"(sessions\[id=d02_bargein_cut_200\]\.(compat|labels|segments|turns)|systems\[system="
+    r"recordings\]\.overall\.(compat|latencies\.floor_transfer_offset_ms))[.\[]": ONE_SAMPLE,
+    r"gates\[id=(first-audio-p95|interrupt-stop-p95)\]\.(baseline\.|groups\[name=all\]\.value$|"
+    r"value$|preconditions\[name=measured\]\.detail$)": ONE_SAMPLE + " (the gates read the "
+    "renamed floor_transfer_offset_ms; their baseline is the same call, detected again)",
 }
 """Leaf path pattern (matched from the start) -> why its figure was meant to move."""
 
@@ -137,11 +150,15 @@ def same(a: Any, b: Any) -> bool:
 
 
 RENAMED = (("calls[", "sessions["),)
+INNER_RENAMED = ((".latencies.response_latency_ms.", ".latencies.floor_transfer_offset_ms."),)
+"""issue 31: the turn latency is the floor-transfer offset (response_latency_ms its alias)."""
 """Old path prefix -> new: a recordings report lists its calls under ``sessions`` as a bundle
 report does (one Scorecard for both modes)."""
 
 
 def renamed(path: str) -> str:
+    for old, new in INNER_RENAMED:
+        path = path.replace(old, new)
     for old, new in RENAMED:
         if path.startswith(old):
             return new + path[len(old) :]

@@ -156,3 +156,45 @@ def test_meeting_floor_holders_found_and_headsets_hear_each_other(meeting: dict[
     heard = {lk["source"] for lk in meeting["speakers"]["FEE013"]["report"].leaks}
     assert heard  # FEE013's headset hears at least one other wearer
     assert meeting["edges"]["median_ms"] <= 25.0
+
+
+def test_a_real_two_person_exchange_scored_from_its_recording(tmp_path: Path) -> None:
+    """FEE013 (user) talks 7.4-29.8 s while FEE016 (agent) gives three short backchannels,
+    then FEE016 takes the floor at 29.78 s with ~10 ms of overlap. Both wearers were already
+    talking when the excerpt begins. Scored as a user would (``--user``/``--agent``)."""
+    if not (AMI / "truth.rttm").exists():
+        pytest.skip(f"AMI truth not found at {AMI} (../shared/real_conversations)")
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "duplex",
+            "score",
+            "--user",
+            str(AMI / "FEE013.wav"),
+            "--agent",
+            str(AMI / "FEE016.wav"),
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    (report,) = out.glob("*/report.json")
+    call = json.loads(report.read_text())["sessions"][0]
+    turns = call["turns"]
+    # cut by the file's start: not an onset, not a takeover, not a barge-in
+    assert turns[0]["cut_by_file"] == "start" and turns[0]["response_latency_ms"] is None
+    assert all(e["onset_s"] > 0.01 for e in call["events"])
+    assert call["takeovers"] == []
+    # the backchannels are not answers: the one measured latency is the floor transfer
+    measured = [t for t in turns if t["response_latency_ms"] is not None]
+    (transfer,) = measured
+    assert abs(transfer["end_s"] - 29.79) <= 0.03
+    assert abs(transfer["response_onset_s"] - 29.78) <= 0.06  # FEE016 is audible from 29.815
+    assert abs(transfer["response_latency_ms"] - -10.0) <= 100.0
+    # labels agree with the rates they summarise
+    rates = json.loads(report.read_text())["systems"][0]["overall"]["rates"]
+    assert call["labels"]["premature_takeover"] == (rates["premature_takeover_rate"]["k"] > 0)
+    assert call["labels"]["talk_over"] == (rates["talk_over_rate"]["k"] > 0)
+    assert rates["premature_takeover_rate"]["k"] == 0 and rates["talk_over_rate"]["k"] == 0
+    assert rates["false_silence_rate"]["k"] == 0

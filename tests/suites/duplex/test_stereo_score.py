@@ -55,7 +55,7 @@ def test_score_kit_folder_reproduces_truth(tmp_path: Path) -> None:
     overall = report["systems"][0]["overall"]
     rt = overall["rates"]["false_yield_rate"]
     assert (rt["k"], rt["n"]) == (1, 5)  # d06's wrong stop, out of 5 should-continue overlaps
-    assert overall["latencies"]["response_latency_ms"]["p99"] is None  # withheld at n < 100
+    assert overall["latencies"]["floor_transfer_offset_ms"]["p99"] is None  # withheld at n < 100
     html = (run / "report.html").read_text()
     # recordings are private by default: no player, and the page says why
     assert html.count("<svg") >= 10 and "<audio" not in html

@@ -35,7 +35,7 @@ __all__ = [
     "names",
 ]
 
-CATALOGUE_VERSION = "duplex-metrics/1"
+CATALOGUE_VERSION = "duplex-metrics/2"
 
 MetricKind = Literal["latency", "rate", "check", "count", "value"]
 Group = Literal["speed", "behaviour", "task", "side_effects"]
@@ -182,7 +182,7 @@ CATALOGUE: list[MetricDef] = [
             "audio: censored."
         ),
         pair_groups=("response first audio",),
-        aliases=("response_first_audio", "response_latency_ms"),
+        aliases=("response_first_audio", "response_latency_ms", "floor_transfer_offset_ms"),
     ),
     _latency(
         "response_first_playback_ms",
@@ -265,16 +265,21 @@ CATALOGUE: list[MetricDef] = [
         pair_groups=("reconnect recovery",),
     ),
     _turn_latency(
-        "response_latency_ms",
+        "floor_transfer_offset_ms",
         (
-            "per user turn: onset of the agent burst that answers the turn minus the end of "
-            "the turn's final speech (ms, negative = the agent started early); n = user "
-            "turns; turns without an answer are censored (no end), counted in n and "
-            "n_censored, never as 0"
+            "per user turn: the floor-transfer offset, onset of the agent burst that takes "
+            "the floor after the turn minus the end of the turn's final speech (ms): a gap "
+            "when positive, an overlap when negative (Heldner & Edlund 2010, Pauses, gaps "
+            "and overlaps in conversations, J. Phonetics 38; Levinson & Torreira 2015); "
+            "agent backchannels do not take the floor. n = user turns, those cut by the "
+            "recording's start or end excluded; turns without an answer are censored (no "
+            "end), counted in n and n_censored, never as 0"
         ),
+        aliases=("response_latency_ms",),
         related=(
             "Full-Duplex-Bench v1.0 smooth_turn_taking Latency (s, early starts clipped to 0) and v1.5 Response Latency (mean)",
         ),
+        version=2,
     ),
     _turn_latency(
         "barge_in_stop_ms",

@@ -121,7 +121,7 @@ def _brief_reasons(gates: list[dict[str, Any]]) -> list[str]:
 def headline_latency(card: Scorecard) -> str:
     """The response latency a run is read by: first agent audio for bundles, the turn's
     response latency for recordings."""
-    return "response_first_audio_ms" if card.mode == "bundles" else "response_latency_ms"
+    return "response_first_audio_ms" if card.mode == "bundles" else "floor_transfer_offset_ms"
 
 
 def _rate(o: Overall, name: str) -> RateEntry | None:

@@ -32,7 +32,7 @@ from voxassay.core.runstore import RunStore, utc_now
 from voxassay.suites.duplex.scoring.session_score import SessionScore
 
 SUITE_NAME = "duplex"
-METRICS_VERSION = "duplex-stereo/1"
+METRICS_VERSION = "duplex-stereo/2"
 ANALYSIS_SR = 16_000
 
 

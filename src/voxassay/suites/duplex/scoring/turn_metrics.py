@@ -32,7 +32,7 @@ __all__ = ["DEFINITIONS", "TURN_METRICS", "aggregate", "confusion_matrix"]
 
 
 TURN_METRICS: tuple[str, ...] = (
-    "response_latency_ms",
+    "floor_transfer_offset_ms",
     "barge_in_stop_ms",
     "premature_takeover_rate",
     "talk_over_rate",
@@ -125,7 +125,9 @@ def _rates(
             "ambient_false_activation_rate", [e.id for e in nz if reacted(e)], [e.id for e in nz]
         ),
         "false_silence_rate": _rate(
-            "false_silence_rate", [t.id for t in turns if t.censored], [t.id for t in turns]
+            "false_silence_rate",
+            [t.id for t in turns if t.censored and t.cut_by_file is None],
+            [t.id for t in turns if t.cut_by_file is None],
         ),
         "behaviour_accuracy": _rate(
             "behaviour_accuracy", [d.id for d in decisions if d.correct], [d.id for d in decisions]
@@ -135,7 +137,9 @@ def _rates(
 
 def _latencies(turns: Sequence[Turn], events: Sequence[TurnEvent]) -> dict[str, Latency]:
     resp = [
-        LatencyValue(t.id, t.response_latency_ms, t.censored, t.censored_after_ms) for t in turns
+        LatencyValue(t.id, t.response_latency_ms, t.censored, t.censored_after_ms)
+        for t in turns
+        if t.cut_by_file is None
     ]
     stops = [
         LatencyValue(
@@ -148,11 +152,11 @@ def _latencies(turns: Sequence[Turn], events: Sequence[TurnEvent]) -> dict[str, 
         if e.kind == BARGE_IN and not e.terminal
     ]
     return {
-        "response_latency_ms": Latency(
-            "response_latency_ms",
+        "floor_transfer_offset_ms": Latency(
+            "floor_transfer_offset_ms",
             resp,
             percentile_summary(resp),
-            DEFINITIONS["response_latency_ms"],
+            DEFINITIONS["floor_transfer_offset_ms"],
         ),
         "barge_in_stop_ms": Latency(
             "barge_in_stop_ms", stops, percentile_summary(stops), DEFINITIONS["barge_in_stop_ms"]
@@ -161,10 +165,13 @@ def _latencies(turns: Sequence[Turn], events: Sequence[TurnEvent]) -> dict[str, 
 
 
 def summary_labels(a: CallAnalysis) -> dict[str, Any]:
-    """The per-call labels in the duplex truth kit's vocabulary (``truth.json`` ``labels``)."""
+    """The per-call labels in the duplex truth kit's vocabulary (``truth.json`` ``labels``);
+    each label is its rate's ``k > 0``, so a label never disagrees with the call's rates
+    (``premature_takeover``: a takeover in a pause; ``talk_over``: one while the user spoke)."""
     overlaps = [e for e in a.events if e.agent_speaking_at_onset and not e.terminal]
     return {
-        "premature_takeover": any(t.premature_takeover for t in a.turns),
+        "premature_takeover": a.rates["premature_takeover_rate"].k > 0,
+        "talk_over": a.rates["talk_over_rate"].k > 0,
         "false_yield": any(e.outcome == "false_yield" for e in a.events),
         "should_yield": {e.id: e.should_yield for e in a.events if not e.terminal},
         "agent_stopped": {e.id: e.agent_stopped for e in a.events if not e.terminal},
@@ -193,7 +200,7 @@ def aggregate(analyses: Sequence[CallAnalysis]) -> dict[str, Any]:
     }
     rates: dict[str, Any] = {}
     for name, definition in DEFINITIONS.items():
-        if name in ("response_latency_ms", "barge_in_stop_ms"):
+        if name in ("floor_transfer_offset_ms", "barge_in_stop_ms"):
             continue
         k = sum(a.rates[name].k for a in analyses)
         n = sum(a.rates[name].n for a in analyses)
@@ -213,7 +220,7 @@ def aggregate(analyses: Sequence[CallAnalysis]) -> dict[str, Any]:
         }
     out["rates"] = rates
     lat: dict[str, Any] = {}
-    for name in ("response_latency_ms", "barge_in_stop_ms"):
+    for name in ("floor_transfer_offset_ms", "barge_in_stop_ms"):
         vals: list[LatencyValue] = []
         clusters: list[str] = []
         for a in analyses:

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-TURNS_VERSION = "2"
+TURNS_VERSION = "3"
 BARGE_IN, RESUME = "barge_in", "resume"
 SPEECH, BACKCHANNEL, BACKGROUND, NOISE = "speech", "backchannel", "background", "noise"
 """Kinds of user-channel sound."""
@@ -185,6 +185,9 @@ class Turn:
     censored_after_ms: float | None
     premature_takeover: bool
     takeovers: list[str]
+    cut_by_file: str | None = None
+    """``start``: its first sound began before the recording (onset unseen); ``end``: its last
+    sound runs into the recording's end (no answer can be observed: latency not measured)."""
 
 
 @dataclass

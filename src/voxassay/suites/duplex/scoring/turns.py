@@ -70,6 +70,13 @@ the user finished (an early start within the tolerance, or a takeover the agent 
 Without such a burst the latency is **censored** at the next turn's onset (or the call's end): it
 counts in ``n`` as a turn without response, never as zero.
 
+**Cut by the recording.** A user sound or agent burst that starts within 10 ms of the file's
+start began before the recording: its onset is not an event (no barge-in, no takeover, no
+response: an agent burst there is ``before_recording``), and the turn it opens has
+``cut_by_file: start`` (what it answered or interrupted is not in the file). A last user turn
+that runs into the file's end has ``cut_by_file: end`` (no answer can be observed). Neither
+counts in the response latency, the turn-without-response rate or the turn-end decisions.
+
 **Overlaps and yielding.** Every user sound whose onset falls inside an agent burst is an overlap
 event: ``barge_in`` (turn speech opening a new turn), ``resume`` (turn speech resuming the user's
 own turn over a premature takeover), ``backchannel``, ``background`` or ``noise``. With
@@ -161,6 +168,9 @@ from voxassay.suites.duplex.scoring.turn_types import (
     UserSound,
 )
 
+FILE_EDGE_S = 0.01
+"""A sound within 10 ms of the recording's start or end is cut by it (censored)."""
+
 __all__ = [
     "TURNS_VERSION",
     "LatencyValue",
@@ -226,6 +236,9 @@ def analyze_call(
             start=1,
         )
     ]
+    for burst in bursts:
+        if burst.start_s <= FILE_EDGE_S:
+            burst.role = "before_recording"  # its onset is not in the file: no takeover, no answer
     ref, ref_source = reference_level(useg, p)
     units = _merge(
         useg, p.unit_merge_gap_s, by_kind=True, max_level_diff_db=abs(p.background_rel_db)
@@ -464,7 +477,13 @@ def _build_turns(
 
     # ---- answers
     for k, t in enumerate(turns):
+        if t.onset_s <= FILE_EDGE_S:
+            t.cut_by_file = "start"
+            t.barge_in = False
         nxt_onset = turns[k + 1].onset_s if k + 1 < len(turns) else math.inf
+        if nxt_onset == math.inf and t.end_s >= dur - FILE_EDGE_S:
+            t.cut_by_file = "end"  # still talking when the recording stops: no answer to see
+            continue
         answer = next(
             (
                 b
@@ -512,6 +531,8 @@ def _events(
     floor_onsets = sorted(s.start_s for s in sounds if s.kind == SPEECH)
     first_of_turn = {t.sounds[0] for t in turns}
     for s in sounds:
+        if s.start_s <= FILE_EDGE_S:
+            continue  # began before the recording: its onset is not an event
         b = burst_at(bursts, s.start_s)
         if s.kind == SPEECH:
             if b is None or b.role == "backchannel":
@@ -746,7 +767,7 @@ def _decisions(
     for tk in takeovers:
         if tk.context == "speech":
             rows.append((tk.agent_onset_s, "talk_over", tk.id, ["listen"], "acoustic", RESPOND))
-    for t in turns:
+    for t in (t for t in turns if t.cut_by_file is None):
         rows.append(
             (
                 t.end_s,
