@@ -92,6 +92,11 @@ def test_echo_is_labelled_and_never_the_callers_speech(tmp_path: Path) -> None:
     assert abs(leak["gain_db"] - -25.0) <= 6.0  # the caller's AGC moves it +-4 dB
     res = edge_report(user, call.truth[0])
     assert res["n_misses"] == 0 and res["n_false_alarms"] == 0
+    # the turn layer never hears the echo: no overlap event starts inside one
+    (report,) = (tmp_path / "runs").glob("*/report.json")
+    events = json.loads(report.read_text())["sessions"][0]["events"]
+    for e in events:
+        assert not any(s["start_s"] - 0.01 <= e["onset_s"] <= s["end_s"] for s in echo), e
 
 
 def test_edges_do_not_depend_on_what_else_is_in_the_file(tmp_path: Path) -> None:

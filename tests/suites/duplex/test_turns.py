@@ -218,7 +218,7 @@ def test_truth_kit_pooled() -> None:
     ]
     agg = aggregate(analyses)
     n_turns = sum(len(f["turns"]) for f in truth["files"].values())
-    lat = agg["latencies"]["response_latency_ms"]
+    lat = agg["latencies"]["floor_transfer_offset_ms"]
     assert lat["n"] == n_turns and lat["n_censored"] == 0
     want = sorted(t["response_latency_ms"] for f in truth["files"].values() for t in f["turns"])
     assert lat["p50"] == pytest.approx(float(np.percentile(want, 50)), abs=1e-6)
@@ -356,7 +356,7 @@ def test_agent_that_never_answers_is_censored_and_counted() -> None:
     assert t.censored_after_ms == pytest.approx(6000.0)
     fs = silent.rates["false_silence_rate"]
     assert (fs.k, fs.n, fs.events) == (1, 1, ["turn1"])
-    summary = silent.latencies["response_latency_ms"].summary
+    summary = silent.latencies["floor_transfer_offset_ms"].summary
     assert summary["n"] == 1 and summary["n_censored"] == 1 and summary["p50"] is None
     assert "censored" in summary["withheld"]["p50"]
     (d,) = [d for d in silent.decisions if d.point == "turn_end"]
@@ -369,7 +369,7 @@ def test_agent_that_never_answers_is_censored_and_counted() -> None:
     )
     assert [x.response_latency_ms for x in answered.turns] == pytest.approx([300.0, 500.0, 700.0])
     agg = aggregate([silent, answered])
-    lat = agg["latencies"]["response_latency_ms"]
+    lat = agg["latencies"]["floor_transfer_offset_ms"]
     assert (lat["n"], lat["n_observed"], lat["n_censored"]) == (4, 3, 1)
     # censored ranks above every answer: P50 of [300, 500, 700, >6000] is 600, not 500 (dropped)
     # and not 400 (counted as 0)
@@ -574,7 +574,7 @@ def test_aggregate_over_a_long_call_reports_p99() -> None:
         t += 3.0
     a = analyze_call(user, agent, call_id="long")
     assert [x.response_latency_ms for x in a.turns] == pytest.approx(want)
-    lat = aggregate([a])["latencies"]["response_latency_ms"]
+    lat = aggregate([a])["latencies"]["floor_transfer_offset_ms"]
     assert lat["n"] == 110 and lat["p99"] == pytest.approx(float(np.percentile(want, 99)))
     assert "p99" not in lat["withheld"]
 
@@ -630,5 +630,5 @@ def test_bad_inputs() -> None:
         )
     empty = analyze_call([], [])
     assert empty.turns == [] and empty.user_ref_level_dbfs is None
-    assert empty.latencies["response_latency_ms"].summary["n"] == 0
+    assert empty.latencies["floor_transfer_offset_ms"].summary["n"] == 0
     json.dumps(empty.to_dict(), allow_nan=False)

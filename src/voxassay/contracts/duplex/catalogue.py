@@ -614,4 +614,45 @@ def markdown() -> str:
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
+    lines += ["## Turn-taking terms", ""]
+    lines += [f"- **{term}**: {text}" for term, text in TERMS]
+    lines.append("")
     return "\n".join(lines)
+
+
+TERMS: tuple[tuple[str, str], ...] = (
+    (
+        "floor transfer",
+        "a change of speaker: the next speaker starts talking after (gap) or before (overlap) "
+        "the current one stops; its offset is next onset minus current end "
+        "(`floor_transfer_offset_ms`). Heldner & Edlund 2010 (J. Phonetics 38: 555-568); "
+        "Levinson & Torreira 2015 (Front. Psychol. 6: 731).",
+    ),
+    (
+        "gap",
+        "silence between two speakers at a floor transfer (offset > 0). Heldner & Edlund 2010.",
+    ),
+    (
+        "pause",
+        "silence between two stretches of one speaker's speech with no floor transfer "
+        "(a within-speaker silence). Heldner & Edlund 2010.",
+    ),
+    (
+        "overlap",
+        "both speak at once: between-speaker overlap at a floor transfer (offset < 0), or "
+        "within-speaker overlap when the other speaker's sound starts and stops while the first "
+        "keeps the floor (a backchannel, a failed interruption). Heldner & Edlund 2010.",
+    ),
+    (
+        "backchannel",
+        'a short listener response ("mm-hmm", "yeah", "right") that does not claim the '
+        'floor: the speaker goes on. Yngve 1970 (CLS 6); Schegloff 1982 ("uh huh" and other '
+        "things that come between sentences); Ward & Tsukahara 2000 (J. Pragmatics 32).",
+    ),
+    (
+        "cut by the recording",
+        "a sound that starts within 10 ms of the recording's start or runs into its end: its "
+        "onset or end is unseen, so it is censored, never an onset or an end.",
+    ),
+)
+"""Terms the turn metrics use, with their sources (printed at the end of ``docs/metrics.md``)."""

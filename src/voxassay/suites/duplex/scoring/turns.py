@@ -21,6 +21,10 @@ contains one (within ``cut_tolerance_s``, 0.05 s), neither between segments nor 
 response that is cut and followed 0.2 s later by a different one is a stop and a new response,
 not one burst; calls scored from audio alone have no cuts and keep the plain merge rule.
 
+**Leakage.** Segments the detector labelled ``crosstalk`` or ``echo`` (the other channel's
+sound heard on this one) are left out on both sides: never speech, a backchannel, a bystander,
+a noise event or a barge-in.
+
 **What a user sound is** (first rule that applies; a scenario label on the sound overrides it):
 
 1. ``noise``: the detector says the segment is not speech (``kind != "speech"``).
@@ -168,6 +172,9 @@ from voxassay.suites.duplex.scoring.turn_types import (
     UserSound,
 )
 
+LEAKAGE = frozenset({"crosstalk", "echo"})
+"""Segment kinds that are the other channel's sound: never this side's speech or sound."""
+
 FILE_EDGE_S = 0.01
 """A sound within 10 ms of the recording's start or end is cut by it (censored)."""
 
@@ -216,9 +223,10 @@ def analyze_call(
     a gap that contains one.
     """
     p = params
-    useg = _segments(user_segments, "user")
+    useg = [s for s in _segments(user_segments, "user") if s.kind not in LEAKAGE]
     cuts = sorted(float(c) for c in agent_cuts_s)
-    aseg = split_at_cuts(_segments(agent_segments, "agent", keep_gaps=True), cuts, p)
+    own = [s for s in _segments(agent_segments, "agent", keep_gaps=True) if s.kind not in LEAKAGE]
+    aseg = split_at_cuts(own, cuts, p)
     labs = _labels(labels)
     ends = [s.end for s in (*useg, *aseg)]
     dur = float(duration_s) if duration_s is not None else (max(ends) if ends else 0.0)
