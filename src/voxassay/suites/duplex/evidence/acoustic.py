@@ -263,6 +263,7 @@ class _Channel:
 
     x: FloatArray
     p5: FloatArray
+    power: FloatArray  # 10 ms frames
     noise: NoiseTrack
     leaked: FloatArray | None
     leaks: tuple[tuple[Leak, FloatArray], ...]  # each source's leak and its frame powers
@@ -275,11 +276,27 @@ class _Channel:
         last = max(0, self.noise.power.size - 1)
         return np.minimum(np.arange(lo, hi) // self.frame, last)
 
+    def _cap(self, lo: int, hi: int) -> float:
+        """What the noise can be in ``[lo, hi)``: at most twice (+3 dB) the 10th-percentile
+        power of its frames (digital silence left out). Noise is there in every frame, so a
+        stretch whose quiet frames lie under the local estimate (a quiet talker between loud
+        beds) was not in that noise; in steady noise the cap lies above the estimate."""
+        a, b = lo // self.frame, max(lo // self.frame + 1, -(-hi // self.frame))
+        p = self.power[a:b][~self.noise.zero[a:b]]
+        return float(np.percentile(p, 10)) * 2.0 if p.size else math.inf
+
+    def _noise(self, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
+        """Per sample of ``[lo, hi)``: the local noise power and ceiling, capped (``_cap``)."""
+        fi = self._frames(lo, hi)
+        noise, ceiling = self.noise.power[fi], self.noise.ceiling[fi]
+        scale = np.minimum(1.0, self._cap(lo, hi) / np.maximum(noise, 1e-12))
+        return noise * scale, ceiling * scale
+
     def floor(self, start: int, end: int) -> float:
-        """Local noise power: the median over the frames of ``[start, end)``."""
+        """Local noise power: the median over the frames of ``[start, end)`` (capped)."""
         a = start // self.frame
         b = max(a + 1, -(-end // self.frame))
-        return 10.0 ** (self.noise.floor_db(a, b) / 10.0)
+        return min(10.0 ** (self.noise.floor_db(a, b) / 10.0), self._cap(start, end))
 
     def level(self, start: int, end: int) -> float | None:
         return _active_level(self.x, start, end, self.floor(start, end), self.frame)
@@ -313,9 +330,8 @@ class _Channel:
     def above_ceiling(self, lo: int, hi: int) -> bool:
         """Whether any 5 ms level in ``[lo, hi)`` passes the lowest threshold the edge rule can
         have: a clean level of floor + 2 dB on the local noise, and the local ceiling."""
-        fi = self._frames(lo, hi)
-        least = self.noise.power[fi] * LEAST_ABOVE_NOISE
-        return bool((self.p5[lo:hi] > np.maximum(least, self.noise.ceiling[fi])).any())
+        noise, ceiling = self._noise(lo, hi)
+        return bool((self.p5[lo:hi] > np.maximum(noise * LEAST_ABOVE_NOISE, ceiling)).any())
 
     def loud(self, lo: int, hi: int, thr_db: float, level: float) -> NDArray[np.intp]:
         """Absolute indices in ``[lo, hi)`` whose 5 ms power is above the threshold on the mix.
@@ -326,8 +342,8 @@ class _Channel:
         above ``N (1 + 10^0.2)`` (a clean level of floor + 2 dB); a sample whose
         frame the other channels explain (leakage) is not this channel's."""
         fi = self._frames(lo, hi)
-        noise = self.noise.power[fi]
-        mix = np.maximum(10.0 ** (thr_db / 10.0) + noise, self.noise.ceiling[fi])
+        noise, ceiling = self._noise(lo, hi)
+        mix = np.maximum(10.0 ** (thr_db / 10.0) + noise, ceiling)
         mix = np.minimum(mix, 10.0 ** ((level + CAP_REL_DB) / 10.0))
         mix = np.maximum(mix, noise * LEAST_ABOVE_NOISE)
         ok = self.p5[lo:hi] > mix
@@ -658,6 +674,7 @@ def _detect(
     ch = _Channel(
         x,
         prep.p5,
+        prep.power,
         noise,
         leaked if leaks else None,
         leaks,

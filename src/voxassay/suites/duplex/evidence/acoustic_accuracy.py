@@ -86,7 +86,7 @@ MEASURED_REAL_ERROR: dict[str, dict[str, Any]] = {
     "webrtc": {"n_edges": 33, "median_ms": 27.7, "p90_ms": 837.3, "max_ms": 1482.8},
     "energy": {"n_edges": 33, "median_ms": 599.8, "p90_ms": 2866.0, "max_ms": 10101.1},
 }
-for _name, _counts in (("silero", (3, 3)), ("webrtc", (0, 25)), ("energy", (0, 31))):
+for _name, _counts in (("silero", (3, 4)), ("webrtc", (0, 25)), ("energy", (0, 31))):
     MEASURED_REAL_ERROR[_name].update(on=REAL_TRUTH, misses=_counts[0], false_segments=_counts[1])
 
 
