@@ -66,6 +66,9 @@ class MetricDef:
     related: tuple[str, ...] = ()
     pair_groups: tuple[str, ...] = ()
     version: int = 1
+    recordings_source: str | None = None
+    """The metric a gate on this one reads from recordings, which have no ledger pairs (the
+    acoustic turn measure of the same moment)."""
 
     @property
     def direction(self) -> str:
@@ -182,7 +185,8 @@ CATALOGUE: list[MetricDef] = [
             "audio: censored."
         ),
         pair_groups=("response first audio",),
-        aliases=("response_first_audio", "response_latency_ms", "floor_transfer_offset_ms"),
+        aliases=("response_first_audio",),
+        recordings_source="floor_transfer_offset_ms",
     ),
     _latency(
         "response_first_playback_ms",
@@ -561,13 +565,16 @@ def by_group(group: Group, kinds: Iterable[MetricKind] | None = None) -> list[Me
 
 def gate_sources(name: str) -> tuple[str, ...]:
     """The report names a gate on ``name`` reads, tried in order: the metric's own name, its
-    aliases, then what it derives from. A name outside the catalogue: itself only."""
+    aliases, what it derives from, then what recordings measure instead. A name outside the
+    catalogue: itself only."""
     m = get(name)
     if m is None:
         return (name,)
     out = [name, m.name, *m.aliases] if name != m.name else [m.name, *m.aliases]
     if m.derived_from:
         out.append(m.derived_from)
+    if m.recordings_source:
+        out.append(m.recordings_source)
     return tuple(dict.fromkeys(out))
 
 
@@ -600,6 +607,8 @@ def markdown() -> str:
             also = ", ".join(f"`{a}`" for a in m.aliases if ":" not in a)
             if m.derived_from:
                 also = (also + "; " if also else "") + f"from `{m.derived_from}`"
+            if m.recordings_source:
+                also = (also + "; " if also else "") + f"on recordings `{m.recordings_source}`"
             if m.related:
                 also = (also + "; " if also else "") + "; ".join(m.related)
             cells = [

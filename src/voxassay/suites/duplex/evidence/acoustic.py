@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
@@ -457,15 +457,22 @@ def _spans(regions: list[tuple[int, int]], ch: _Channel) -> list[_Span]:
     n = len(ch.x)
     placed: list[_Span] = []
     kept: list[_Span] = []
+    plain = replace(ch, leaked=None, leaks=())  # edges of another channel's sound, unmasked
     for i, (a, b) in enumerate(ordered):
         lo = max(a - ch.search, ordered[i - 1][1] if i else 0)
         hi = min(b + ch.search, ordered[i + 1][0] if i + 1 < len(ordered) else n)
-        parts = [part for part in _split(_Span(a, b, a, b, lo, hi), ch) if _place(part, ch)]
-        if parts:
-            placed.extend(parts)
-        else:
-            kept.append(_fallback(a, b, lo, hi, ch))
-    spans = _merge(sorted(placed, key=lambda s: s.start), ch)
+        leak = ch.leak_of(a, b)  # the whole region is another channel's sound: one piece
+        use = ch if leak is None else plain
+        parts = [part for part in _split(_Span(a, b, a, b, lo, hi), use) if _place(part, use)]
+        if not parts:
+            parts = [_fallback(a, b, lo, hi, use)]
+        for part in parts:
+            if leak is not None and part.kind == "speech":
+                _mark_leak(part, leak)
+        (placed if parts[0].edge == "acoustic" else kept).extend(parts)
+    own = [s for s in placed if s.kind == "speech"]
+    spans = _merge(sorted(own, key=lambda s: s.start), ch)
+    spans += [s for s in placed if s.kind != "speech"]
     spans += [k for k in kept if not any(k.start < s.end and s.start < k.end for s in spans)]
     spans.sort(key=lambda s: s.start)
     for s in spans:

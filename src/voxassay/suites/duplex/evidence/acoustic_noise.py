@@ -56,6 +56,7 @@ LEAK_MARGIN_DB = 6.0  # a sound whose median is within 6 dB of the leaked power 
 LEAK_FRAME_MARGIN_DB = 10.0  # a frame within 10 dB of it is not this channel's own sound
 DETREND_S = 0.5  # envelopes lose their slow part (AGC, bed drift) before they are correlated
 LEAK_MIN_CORR = 0.3  # envelope correlation below this: the channels do not hear each other
+LEAK_MAX_GAIN_DB = -6.0  # leakage is quieter than its source (headsets, echo paths: -15 to -50)
 LEAK_LEAD = -3  # frames the other channel may lag this one (clock skew between channels)
 
 
@@ -241,8 +242,8 @@ def estimate_leak(
         fit = _fit(mine, _lagged(theirs, lag), sel)
         if fit and math.isfinite(fit[0]) and (best is None or fit[0] > best[0]):
             best = (fit[0], lag, fit[1])
-    if best is None or best[0] < LEAK_MIN_CORR:
-        return None
+    if best is None or best[0] < LEAK_MIN_CORR or best[2] > LEAK_MAX_GAIN_DB:
+        return None  # no correlation, or "leakage" louder than its source: not leakage
     corr, lag, ratio_db = best
     sel = (_lagged(loud, lag) > 0) & ~zero[:n]
     return Leak(source, lag, 10.0 ** (ratio_db / 10.0), round(corr, 3), int(sel.sum()))
