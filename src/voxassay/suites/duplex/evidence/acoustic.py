@@ -585,13 +585,29 @@ class ChannelReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _leaks(preps: Sequence[_Prepared], c: int) -> tuple[tuple[Leak, FloatArray], ...]:
+def _regions(prep: _Prepared, sr: int, detector: str) -> list[tuple[int, int]]:
+    """The detector's speech regions (samples); the energy detector's without leakage."""
+    if detector == "silero":
+        return _silero_regions(prep.x, sr)
+    if detector == "webrtc":
+        return _webrtc_regions(prep.x, sr)
+    frame = 2 * round(EDGE_WIN_S * sr)
+    flags = prep.power > prep.noise.ceiling[: prep.power.size]
+    return [(a * frame, b * frame) for a, b in _runs(flags)]
+
+
+def _leaks(
+    preps: Sequence[_Prepared], c: int, own: NDArray[np.bool_] | None = None
+) -> tuple[tuple[Leak, FloatArray], ...]:
+    """The other channels channel ``c`` hears (``own``: the frames of its own speech)."""
     me = preps[c]
     out = []
     for o, other in enumerate(preps):
         if o == c:
             continue
-        leak = estimate_leak(me.power, me.noise.zero, other.power, other.noise.power, o)
+        leak = estimate_leak(
+            me.power, me.noise.zero, other.power, other.noise.power, o, own, me.noise.power
+        )
         if leak is not None:
             out.append((leak, other.power))
     return tuple(out)
@@ -613,10 +629,21 @@ def detect_channels(
     if detector not in DETECTORS:
         raise ValueError(f"unknown detector {detector!r}; choose one of {', '.join(DETECTORS)}")
     preps = [_prepare(ch, sr) for ch in channels]
+    regions = [_regions(p, sr, detector) for p in preps]
     segs, reports = [], []
     for c, prep in enumerate(preps):
+        frame = 2 * round(EDGE_WIN_S * sr)
+        own = _frames_covered(regions[c], prep.power.size, frame, round(NOISE_PAD_S * sr))
         found, report = _detect(
-            prep, sr, c, _leaks(preps, c), detector, min_speech_ms, min_gap_ms, include_noise
+            prep,
+            sr,
+            c,
+            _leaks(preps, c, own),
+            detector,
+            min_speech_ms,
+            min_gap_ms,
+            include_noise,
+            regions[c],
         )
         segs.append(found)
         reports.append(report)
@@ -662,7 +689,10 @@ def _detect(
     min_speech_ms: float,
     min_gap_ms: float,
     include_noise: bool,
+    regions: list[tuple[int, int]] | None = None,
 ) -> tuple[list[Segment], ChannelReport]:
+    """One channel's segments; ``regions``: the detector's, when already found (silero,
+    webrtc; the energy detector's depend on the leakage and are found here)."""
     x, frame = prep.x, 2 * round(EDGE_WIN_S * sr)
     report = _report_base(channel, prep.noise, leaks)  # the floor does not depend on the mask
     if len(x) < frame:
@@ -671,9 +701,9 @@ def _detect(
     pad = round(NOISE_PAD_S * sr)
     noise = prep.noise
     if detector == "energy":
-        regions: list[tuple[int, int]] = []
+        regions = []
     else:
-        regions = _silero_regions(x, sr) if detector == "silero" else _webrtc_regions(x, sr)
+        regions = regions if regions is not None else _regions(prep, sr, detector)
         quiet = ~_frames_covered(regions, prep.power.size, frame, pad)
         if leaks:
             quiet &= prep.power >= leaked * LEAK_FACTOR

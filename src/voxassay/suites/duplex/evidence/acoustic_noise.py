@@ -56,6 +56,9 @@ LEAK_MARGIN_DB = 6.0  # a sound whose median is within 6 dB of the leaked power 
 LEAK_FRAME_MARGIN_DB = 10.0  # a frame within 10 dB of it is not this channel's own sound
 DETREND_S = 0.5  # envelopes lose their slow part (AGC, bed drift) before they are correlated
 LEAK_MIN_CORR = 0.3  # envelope correlation below this: the channels do not hear each other
+LEAK_MIN_SEEN = 50  # 0.5 s of leakage heard alone ...
+LEAK_SEEN_SHARE = 0.2  # ... and a fifth of the frames where the other talks alone
+LEAK_SEEN_DB = 6.0
 LEAK_MAX_GAIN_DB = -6.0  # leakage is quieter than its source (headsets, echo paths: -15 to -50)
 LEAK_LEAD = -3  # frames the other channel may lag this one (clock skew between channels)
 
@@ -220,8 +223,27 @@ def _fit(mine: FloatArray, other: FloatArray, sel: BoolArray) -> tuple[float, fl
     return float(np.corrcoef(a, b)[0, 1]), float(np.percentile(r, 25))
 
 
+def _seen_alone(
+    power: FloatArray, floor: FloatArray, own: BoolArray, loud: FloatArray, lag: int
+) -> bool:
+    """Whether this channel is audible (6 dB over its noise) in at least ``LEAK_MIN_SEEN``
+    frames, and a ``LEAK_SEEN_SHARE`` of them, where the other is loud and this channel's own
+    speech is absent: leakage shows where nothing else can explain the sound."""
+    alone = (_lagged(loud, lag) > 0) & ~own
+    if int(alone.sum()) < LEAK_MIN_SEEN:
+        return False
+    heard = alone & (power > floor * 10.0 ** (LEAK_SEEN_DB / 10.0))
+    return int(heard.sum()) >= max(LEAK_MIN_SEEN, LEAK_SEEN_SHARE * int(alone.sum()))
+
+
 def estimate_leak(
-    power: FloatArray, zero: BoolArray, other: FloatArray, other_noise: FloatArray, source: int
+    power: FloatArray,
+    zero: BoolArray,
+    other: FloatArray,
+    other_noise: FloatArray,
+    source: int,
+    own: BoolArray | None = None,
+    floor: FloatArray | None = None,
 ) -> Leak | None:
     """How much of ``other`` (a channel of the same recording, same frames) this channel hears.
 
@@ -229,7 +251,10 @@ def estimate_leak(
     relative to it is where leakage (if any) dominates; there the dB envelopes correlate when
     this channel hears the other. The lag with the best correlation (-30 ms for clock skew to
     +500 ms for echo paths) wins; None when the other is loud for under 1 s or the best
-    correlation is under ``LEAK_MIN_CORR``. The gain is the 25th percentile of the power ratio."""
+    correlation is under ``LEAK_MIN_CORR``. The gain is the 25th percentile of the power ratio.
+    With ``own`` (frames of this channel's own speech) and ``floor`` (its noise power), the
+    leakage must also be heard where this channel's own speech is absent (``_seen_alone``):
+    two talkers overlapping now and then correlate by chance, leakage shows on its own."""
     n = min(power.size, other.size)
     if n == 0:
         return None
@@ -245,6 +270,13 @@ def estimate_leak(
     if best is None or best[0] < LEAK_MIN_CORR or best[2] > LEAK_MAX_GAIN_DB:
         return None  # no correlation, or "leakage" louder than its source: not leakage
     corr, lag, ratio_db = best
+    seen = (
+        own is None
+        or floor is None
+        or _seen_alone(power[:n], floor[:n], own[:n] | zero[:n], loud, lag)
+    )
+    if not seen:
+        return None
     sel = (_lagged(loud, lag) > 0) & ~zero[:n]
     return Leak(source, lag, 10.0 ** (ratio_db / 10.0), round(corr, 3), int(sel.sum()))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,24 +129,15 @@ def segment_sides(
     noise floor, digital silence, leakage from the other side, what refinement kept) and
     the problems those reports raise (warnings on ``source``): the record ``output`` of a
     recording. Each side is checked against the other, so echo and crosstalk are labelled."""
-    from voxassay.suites.duplex.evidence.acoustic import detect_channels
+    from voxassay.suites.duplex.evidence.bundle_io import segments_of
 
-    segs, reports = detect_channels([user, agent], sr, detector=detector, include_noise=True)
-    sides = ("user", "agent")
-    problems = [
+    out = segments_of(user, agent, sr, detector)
+    out["problems"] = [
         {"file": source, "line": None, "column": None, "severity": "warning", "message": m}
-        for side, r in zip(sides, reports, strict=True)
-        for m in (f"{side}: {p}" for p in r.problems)
+        for side, report in out["acoustic"].items()
+        for m in (f"{side}: {p}" for p in report["problems"])
     ]
-    return {
-        "segments": {
-            side: [asdict(s) for s in found] for side, found in zip(sides, segs, strict=True)
-        },
-        "duration_s": len(user) / sr,
-        "detector": detector,
-        "acoustic": {side: asdict(r) for side, r in zip(sides, reports, strict=True)},
-        "problems": problems,
-    }
+    return out
 
 
 def score_calls(
