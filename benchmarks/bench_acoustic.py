@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from voxassay.suites.duplex.evidence import acoustic as ac  # noqa: E402
 from voxassay.suites.duplex.evidence import acoustic_accuracy as acc  # noqa: E402
+from voxassay.suites.duplex.evidence import acoustic_vad as vad  # noqa: E402
 
 KIT = ROOT.parent / "shared" / "duplex_truth_dev"
 
@@ -107,7 +108,7 @@ def speed(kit: Path, repeats: int) -> None:
 def raw_segments(x: np.ndarray, sr: int, channel: int, detector: str) -> list[ac.Segment]:
     """A VAD's own regions as segments (merged at the minimum gap), no edge placement."""
     y = ac._as_float(x)
-    regions = ac._silero_regions(y, sr) if detector == "silero" else ac._webrtc_regions(y, sr)
+    regions = vad.silero_regions(y, sr) if detector == "silero" else vad.webrtc_regions(y, sr)
     gap = round(ac.MIN_GAP_MS * sr / 1000)
     merged: list[list[int]] = []
     for a, b in regions:

