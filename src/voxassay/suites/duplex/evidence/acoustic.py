@@ -189,10 +189,24 @@ class _Channel:
     min_gap: int  # a silence this long ends a segment
     bridge: int  # beyond the detector's region, a silence this long ends a segment
     search: int  # how far beyond a detector region the edges may move
+    memo: dict[tuple[int, int], tuple[FloatArray, FloatArray]] = field(default_factory=dict)
 
-    def _frames(self, lo: int, hi: int) -> NDArray[np.intp]:
-        last = max(0, self.noise.power.size - 1)
-        return np.minimum(np.arange(lo, hi) // self.frame, last)
+    def _span_frames(self, lo: int, hi: int) -> tuple[int, int]:
+        """The frames ``[a, b)`` that cover samples ``[lo, hi)`` (the last frame stands for a
+        tail shorter than a frame)."""
+        nf = self.noise.power.size
+        a = min(lo // self.frame, max(nf - 1, 0))
+        return a, min(max(a + 1, -(-hi // self.frame)), nf)
+
+    def _samples(self, per_frame: FloatArray, lo: int, hi: int) -> FloatArray:
+        """Per-frame values (frames from ``lo``'s) held over each frame's samples of
+        ``[lo, hi)``: the last value repeats past the last frame."""
+        a = lo // self.frame
+        wide = np.repeat(per_frame, self.frame)
+        need = hi - a * self.frame
+        if wide.size < need:
+            wide = np.concatenate((wide, np.full(need - wide.size, per_frame[-1])))
+        return wide[lo - a * self.frame : need]
 
     def _cap(self, lo: int, hi: int) -> float:
         """What the noise can be in ``[lo, hi)``: at most twice (+3 dB) the 10th-percentile
@@ -204,11 +218,15 @@ class _Channel:
         return float(np.percentile(p, 10)) * 2.0 if p.size else math.inf
 
     def _noise(self, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
-        """Per sample of ``[lo, hi)``: the local noise power and ceiling, capped (``_cap``)."""
-        fi = self._frames(lo, hi)
-        noise, ceiling = self.noise.power[fi], self.noise.ceiling[fi]
-        scale = np.minimum(1.0, self._cap(lo, hi) / np.maximum(noise, 1e-12))
-        return noise * scale, ceiling * scale
+        """Per sample of ``[lo, hi)``: the local noise power and ceiling, capped (``_cap``);
+        remembered per range (the edge rule asks for the same range several times)."""
+        got = self.memo.get((lo, hi))
+        if got is None:
+            a, b = self._span_frames(lo, hi)
+            noise, ceiling = self.noise.power[a:b], self.noise.ceiling[a:b]
+            scale = np.minimum(1.0, self._cap(lo, hi) / np.maximum(noise, 1e-12))
+            got = self.memo[(lo, hi)] = (noise * scale, ceiling * scale)
+        return got
 
     def floor(self, start: int, end: int) -> float:
         """Local noise power: the median over the frames of ``[start, end)`` (capped)."""
@@ -249,7 +267,8 @@ class _Channel:
         """Whether any 5 ms level in ``[lo, hi)`` passes the lowest threshold the edge rule can
         have: a clean level of floor + 2 dB on the local noise, and the local ceiling."""
         noise, ceiling = self._noise(lo, hi)
-        return bool((self.p5[lo:hi] > np.maximum(noise * LEAST_ABOVE_NOISE, ceiling)).any())
+        least = self._samples(np.maximum(noise * LEAST_ABOVE_NOISE, ceiling), lo, hi)
+        return bool((self.p5[lo:hi] > least).any())
 
     def loud(self, lo: int, hi: int, thr_db: float, level: float) -> NDArray[np.intp]:
         """Absolute indices in ``[lo, hi)`` whose 5 ms power is above the threshold on the mix.
@@ -259,15 +278,17 @@ class _Channel:
         the detector found keeps its loudest samples however wrong the ceiling), but always
         above ``N (1 + 10^0.2)`` (a clean level of floor + 2 dB); a sample whose
         frame the other channels explain (leakage) is not this channel's."""
-        fi = self._frames(lo, hi)
         noise, ceiling = self._noise(lo, hi)
-        mix = np.maximum(10.0 ** (thr_db / 10.0) + noise, ceiling)
-        mix = np.minimum(mix, 10.0 ** ((level + CAP_REL_DB) / 10.0))
-        mix = np.maximum(mix, noise * LEAST_ABOVE_NOISE)
-        ok = self.p5[lo:hi] > mix
+        mix_f = np.maximum(10.0 ** (thr_db / 10.0) + noise, ceiling)
+        mix_f = np.minimum(mix_f, 10.0 ** ((level + CAP_REL_DB) / 10.0))
+        mix_f = np.maximum(mix_f, noise * LEAST_ABOVE_NOISE)
+        p5 = self.p5[lo:hi]
+        mix = self._samples(mix_f, lo, hi)
+        ok = p5 > mix
         if self.leaked is not None:
-            leak = self.leaked[fi] * LEAK_FACTOR
-            ok &= self.p5[lo:hi] > leak
+            a, b = self._span_frames(lo, hi)
+            leak = self._samples(self.leaked[a:b] * LEAK_FACTOR, lo, hi)
+            ok &= p5 > leak
             ok = _drop_short_runs(ok, leak > mix, self.frame * LEAK_MIN_RUN_FRAMES)
         return np.flatnonzero(ok) + lo
 

@@ -47,7 +47,7 @@ MIN_NOISE_FRAMES = 50  # 0.5 s of frames known to be noise: enough for the ceili
 LOCAL_S = (1.5, 5.0)  # the local median of noise frames looks this far either side ...
 LOCAL_MIN_FRAMES = 30  # ... and needs 300 ms of them ...
 LOCAL_Q = 25.0  # ... and takes their lower quartile: breaths and crosstalk among them add power
-LOCAL_STEP = 5  # evaluated every 50 ms
+LOCAL_STEP = 10  # evaluated every 100 ms
 TINY = 1e-12
 LEAK_LAG_S = 0.5  # the longest echo path searched
 LEAK_LOUD_DB = 20.0  # the other channel counts as loud 20 dB above its own local noise
@@ -61,6 +61,7 @@ LEAK_SEEN_SHARE = 0.2  # ... and a fifth of the frames where the other talks alo
 LEAK_SEEN_DB = 6.0
 LEAK_MAX_GAIN_DB = -6.0  # leakage is quieter than its source (headsets, echo paths: -15 to -50)
 LEAK_LEAD = -3  # frames the other channel may lag this one (clock skew between channels)
+LEAK_LAG_STEP = 3  # lags searched every 30 ms, then frame by frame around the best
 
 
 @dataclass(frozen=True)
@@ -146,19 +147,26 @@ def _min_statistics(power: FloatArray, zero: BoolArray) -> tuple[FloatArray, Boo
 def _local_level(power: FloatArray, quiet: BoolArray, reach_s: float) -> FloatArray:
     """The ``LOCAL_Q`` percentile power of the ``quiet`` frames within ``reach_s`` of each
     frame (NaN where fewer than ``LOCAL_MIN_FRAMES``); evaluated every ``LOCAL_STEP`` frames
-    and held between."""
+    and held between. Rows are sorted with the excluded frames last, so the percentile is an
+    index into the first ``k`` (linear interpolation, numpy's default)."""
     n = power.size
     half = round(reach_s / FRAME_S)
-    vals = np.where(quiet, power, np.nan)
-    padded = np.concatenate((np.full(half, np.nan), vals, np.full(half, np.nan)))
+    vals = np.where(quiet, power, np.inf)
+    padded = np.concatenate((np.full(half, np.inf), vals, np.full(half, np.inf)))
     centres = np.arange(0, n, LOCAL_STEP)
     out = np.full(centres.size, np.nan)
     for k in range(0, centres.size, 256):  # bounded memory on hour-long files
         c = centres[k : k + 256]
-        win = padded[c[:, None] + np.arange(2 * half + 1)[None, :]]
-        enough = np.sum(~np.isnan(win), axis=1) >= LOCAL_MIN_FRAMES
-        if enough.any():
-            out[k : k + c.size][enough] = np.nanpercentile(win[enough], LOCAL_Q, axis=1)
+        win = np.sort(padded[c[:, None] + np.arange(2 * half + 1)[None, :]], axis=1)
+        count = np.sum(np.isfinite(win), axis=1)
+        pos = (LOCAL_Q / 100.0) * np.maximum(count - 1, 0)
+        lo = np.floor(pos).astype(np.intp)
+        hi = np.minimum(lo + 1, np.maximum(count - 1, 0))
+        a = np.take_along_axis(win, lo[:, None], axis=1)[:, 0]
+        b = np.take_along_axis(win, hi[:, None], axis=1)[:, 0]
+        with np.errstate(invalid="ignore"):  # inf - inf where a row has one value
+            level = a + (pos - lo) * np.where(np.isfinite(b), b - a, 0.0)
+        out[k : k + c.size] = np.where(count >= LOCAL_MIN_FRAMES, level, np.nan)
     return np.repeat(out, LOCAL_STEP)[:n]
 
 
@@ -181,10 +189,13 @@ def track_noise(
     noise, quiet, bias = _min_statistics(power, zero)
     if noise_frames is not None and int((noise_frames[:n] & ~zero).sum()) >= MIN_NOISE_FRAMES:
         quiet = noise_frames[:n] & ~zero
-        local = np.full(n, float(np.percentile(power[quiet], LOCAL_Q)))
-        for reach in reversed(LOCAL_S):  # the nearest reach with enough noise frames wins
-            near = _local_level(power, quiet, reach)
-            local = np.where(np.isnan(near), local, near)
+        local = np.full(n, np.nan)
+        for reach in LOCAL_S:  # the nearest reach with enough noise frames wins
+            gaps = np.isnan(local)
+            if not gaps.any():
+                break
+            local[gaps] = _local_level(power, quiet, reach)[gaps]
+        local[np.isnan(local)] = float(np.percentile(power[quiet], LOCAL_Q))
         noise = np.maximum(local, TINY)
     rel = 10.0 * np.log10(np.maximum(halves[:n][quiet], TINY) / noise[quiet, None]).ravel()
     med = float(np.median(rel)) if rel.size else 0.0
@@ -210,14 +221,17 @@ def _detrend(db: FloatArray) -> FloatArray:
     return db - np.convolve(db, np.ones(n) / n, mode="same")
 
 
-def _fit(mine: FloatArray, other: FloatArray, sel: BoolArray) -> tuple[float, float] | None:
+def _fit(
+    mine: FloatArray, other: FloatArray, flat: tuple[FloatArray, FloatArray], sel: BoolArray
+) -> tuple[float, float] | None:
     """Envelope correlation over the leak-like half of ``sel`` (frames where this channel is
-    quietest relative to the other) and the 25th percentile of the power ratio (dB): the median of the leak-like half."""
+    quietest relative to the other) and the 25th percentile of the power ratio (dB): the
+    median of the leak-like half. ``flat``: both envelopes less their slow part."""
     if int(sel.sum()) < LEAK_MIN_FRAMES:
         return None
     r = mine[sel] - other[sel]
     low = r <= np.median(r)
-    a, b = _detrend(mine)[sel][low], _detrend(other)[sel][low]
+    a, b = flat[0][sel][low], flat[1][sel][low]
     if a.size < 3 or float(a.std()) == 0.0 or float(b.std()) == 0.0:
         return None
     return float(np.corrcoef(a, b)[0, 1]), float(np.percentile(r, 25))
@@ -258,15 +272,34 @@ def estimate_leak(
     n = min(power.size, other.size)
     if n == 0:
         return None
+    if own is not None and floor is not None:  # nothing heard alone: no leak to find (cheap)
+        alone = ~own[:n] & ~zero[:n] & (power[:n] > floor[:n] * 10.0 ** (LEAK_SEEN_DB / 10.0))
+        if int(alone.sum()) < LEAK_MIN_SEEN:
+            return None
     mine = 10.0 * np.log10(np.maximum(power[:n], TINY))
     theirs = 10.0 * np.log10(np.maximum(other[:n], TINY))
     loud = (other[:n] > other_noise[:n] * 10.0 ** (LEAK_LOUD_DB / 10.0)).astype(np.float64)
     best: tuple[float, int, float] | None = None
-    for lag in range(LEAK_LEAD, min(n - 1, round(LEAK_LAG_S / FRAME_S)) + 1):
+    mine_flat, theirs_flat = _detrend(mine), _detrend(theirs)
+    top = min(n - 1, round(LEAK_LAG_S / FRAME_S))
+
+    def fit_at(lag: int) -> None:
+        nonlocal best
         sel = (_lagged(loud, lag) > 0) & ~zero[:n]
-        fit = _fit(mine, _lagged(theirs, lag), sel)
+        flat = (mine_flat, _lagged(theirs_flat, lag))
+        fit = _fit(mine, _lagged(theirs, lag), flat, sel)
         if fit and math.isfinite(fit[0]) and (best is None or fit[0] > best[0]):
             best = (fit[0], lag, fit[1])
+
+    for lag in range(LEAK_LEAD, top + 1, LEAK_LAG_STEP):  # coarse, then around the best
+        fit_at(lag)
+    if best is not None:
+        coarse = best[1]
+        for lag in range(
+            max(LEAK_LEAD, coarse - LEAK_LAG_STEP + 1), min(top, coarse + LEAK_LAG_STEP - 1) + 1
+        ):
+            if lag != coarse:
+                fit_at(lag)
     if best is None or best[0] < LEAK_MIN_CORR or best[2] > LEAK_MAX_GAIN_DB:
         return None  # no correlation, or "leakage" louder than its source: not leakage
     corr, lag, ratio_db = best
