@@ -234,3 +234,15 @@ def test_a_quiet_talker_between_loud_beds_is_not_buried_in_them() -> None:
     assert abs(speech[0].start_s - (bed + gap) / sr) <= 0.010
     assert abs(speech[0].end_s - (bed + gap + len(clip)) / sr) <= 0.010
     assert reports[0].below_noise == 0 and reports[0].problems == []
+
+
+def test_a_call_outside_the_validated_conditions_says_so(tmp_path: Path) -> None:
+    """A bed 20 dB louder than any the stated accuracy was measured on is named in the record
+    and the report; an ordinary call (the codec test above) has no such problem."""
+    call = build_call(PhoneLine(codec="g711", seed=4, bed_dbfs=-30.0, bed_drift_db=0.0))
+    rec = _score(tmp_path, call.write(tmp_path / "loud.wav"))
+    messages = [p["message"] for p in rec["output"]["problems"]]
+    assert any(m.startswith("outside the validated conditions") for m in messages), messages
+    assert any("noise floor reaches" in m for m in messages)
+    (html,) = (tmp_path / "runs").glob("*/report.html")
+    assert "outside the validated conditions" in html.read_text()

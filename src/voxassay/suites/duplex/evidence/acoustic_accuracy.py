@@ -440,3 +440,42 @@ def _labelled(found: Sequence[Segment]) -> dict[str, int]:
     for s in found:
         out[s.kind] = out.get(s.kind, 0) + 1
     return out
+
+
+# ---------------------------------------------------------------- what was validated
+
+VALIDATED_MIN_SR = 8000
+VALIDATED_MAX_NOISE_DBFS = -35.0
+VALIDATED_MAX_LEAK_DB = -15.0
+VALIDATED_MAX_ZERO_SHARE = 0.6
+VALIDATED_ON = (
+    "the AMI headsets (16 kHz, crosstalk 25-50 dB down) and calls built from real speech "
+    "(8 kHz G.711, Opus 12 kbit/s with DTX, AMR-NB 7.95 kbit/s; beds up to -40 dBFS drifting "
+    "20 dB; echo 25 dB down; up to 35 % digital silence)"
+)
+"""The conditions the stated accuracy was measured under (``tests/suites/duplex/test_real_calls``)."""
+
+
+def outside_validated(acoustic: Mapping[str, Mapping[str, Any]], sample_rate: int) -> list[str]:
+    """What about a recording lies outside ``VALIDATED_*``, one sentence each (empty: all
+    inside). ``acoustic``: each side's ``ChannelReport`` as a mapping; ``sample_rate``: the
+    recording's own rate (before analysis resampling)."""
+    out = []
+    if sample_rate < VALIDATED_MIN_SR:
+        out.append(f"sample rate {sample_rate} Hz is below the 8 kHz validated")
+    for side, rep in acoustic.items():
+        noise = (rep.get("noise_dbfs") or [None, None, None])[2]
+        if noise is not None and noise > VALIDATED_MAX_NOISE_DBFS:
+            out.append(f"{side}: the noise floor reaches {noise:.0f} dBFS (validated up to -35)")
+        for leak in rep.get("leaks") or []:
+            if leak["gain_db"] > VALIDATED_MAX_LEAK_DB:
+                out.append(
+                    f"{side}: hears channel {leak['source']} only {-leak['gain_db']:.0f} dB down "
+                    "(validated 15 dB down or more)"
+                )
+        if float(rep.get("zero_share") or 0.0) > VALIDATED_MAX_ZERO_SHARE:
+            out.append(
+                f"{side}: {100 * float(rep['zero_share']):.0f} % digital silence (validated up "
+                "to 60 %)"
+            )
+    return [f"outside the validated conditions: {m}; validated on {VALIDATED_ON}" for m in out]

@@ -116,9 +116,20 @@ def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
 
 def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
     """Detect both channels' segments; returns the record ``output`` (segments, duration,
-    each channel's acoustic report and the problems found)."""
+    each channel's acoustic report and the problems found, conditions outside what the stated
+    accuracy was measured under among them)."""
+    import soundfile as sf
+
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import outside_validated
+
     user, agent, sr = load_channels(call)
-    return segment_sides(user, agent, sr, detector, source=call.files[0])
+    out = segment_sides(user, agent, sr, detector, source=call.files[0])
+    rate = min(int(sf.info(f).samplerate) for f in call.files)
+    out["problems"] += [
+        {"file": call.files[0], "line": None, "column": None, "severity": "warning", "message": m}
+        for m in outside_validated(out["acoustic"], rate)
+    ]
+    return out
 
 
 def segment_sides(
