@@ -212,6 +212,24 @@ def render_cmd(
     print_result_path(out)
 
 
+def _strict_code(run_dir: Path, strict: bool) -> int:
+    """With ``--strict``: print every acoustic problem of the run as an error, 1 if any."""
+    from voxassay.core.runstore import RunStore
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import is_acoustic_problem
+
+    if not strict:
+        return 0
+    found = [
+        (r.id, p["message"])
+        for r in RunStore.open(run_dir).load_records().records
+        for p in (r.output or {}).get("problems") or []
+        if is_acoustic_problem(str(p.get("message", "")))
+    ]
+    for rid, message in found:
+        click.echo(f"{rid}: error (--strict): {message}", err=True)
+    return EXIT_FAILED if found else 0
+
+
 @duplex.command("score")
 @click.argument("bundles", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -284,6 +302,13 @@ def render_cmd(
     help="Bundles: continue the newest run under OUT with the same bundles and settings; "
     "bundles already scored there are kept.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Acoustic problems are errors: a side whose speech edges could mostly not be placed, "
+    "or a recording outside the conditions the stated accuracy was measured under, is printed "
+    "as an error and the command exits 1 (the run is still written).",
+)
 @workers_option(
     "Bundles with --executor ray: bundles scored side by side, one per actor "
     "(local runs score one at a time).",
@@ -315,6 +340,7 @@ def score_cmd(
     ship_audio: bool,
     out: Path,
     max_failures: float | None,
+    strict: bool = False,
     **kwargs: Any,
 ) -> None:
     """Score evidence bundles (BUNDLES: bundle folders, or folders searched recursively for
@@ -325,7 +351,8 @@ def score_cmd(
     side effects, causal slices of failures. A bundle that cannot be scored is an error
     record with its reasons (FILE:LINE on stderr); the others are scored. Recordings: response
     latency, barge-in stop time, backchannels, bystanders, takeovers; every rate with its
-    denominator. Exit 0 when the run was written, 2 for usage errors.
+    denominator. Exit 0 when the run was written (1 with --strict and an acoustic problem),
+    2 for usage errors.
     """
     from voxassay.cli.common import EXIT_USAGE
     from voxassay.core.errors import InputError
@@ -375,7 +402,7 @@ def score_cmd(
             )
         _audio_report(store.path, *audio)
         flags.say(f"report: {store.path / 'report.html'}")
-        finish_run(store.path, max_failures, flags)
+        finish_run(store.path, max_failures, flags, _strict_code(store.path, strict))
         return
     if not redact and any(
         bundle_only[k] for k in ("--retention-days", "--purpose", "--transcripts")
@@ -437,7 +464,7 @@ def score_cmd(
         f"report: {store.path / 'report.html'}"
     )
     _audio_report(store.path, *audio)
-    finish_run(store.path, max_failures, flags)
+    finish_run(store.path, max_failures, flags, _strict_code(store.path, strict))
 
 
 def _audio_report(run: Path, audio: str | None, audio_format: str | None) -> None:

@@ -246,3 +246,9 @@ def test_a_call_outside_the_validated_conditions_says_so(tmp_path: Path) -> None
     assert any("noise floor reaches" in m for m in messages)
     (html,) = (tmp_path / "runs").glob("*/report.html")
     assert "outside the validated conditions" in html.read_text()
+    # --strict: the same problem is an error and the command fails, the run still written
+    args = ["duplex", "score", "--stereo", str(tmp_path / "loud.wav"), "--strict"]
+    strict = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "strict")])
+    assert strict.exit_code == 1, strict.output
+    assert "error (--strict): outside the validated conditions" in strict.output
+    assert len(list((tmp_path / "strict").glob("*/records.jsonl"))) == 1

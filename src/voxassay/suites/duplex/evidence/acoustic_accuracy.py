@@ -444,6 +444,7 @@ def _labelled(found: Sequence[Segment]) -> dict[str, int]:
 
 # ---------------------------------------------------------------- what was validated
 
+OUTSIDE = "outside the validated conditions"
 VALIDATED_MIN_SR = 8000
 VALIDATED_MAX_NOISE_DBFS = -35.0
 VALIDATED_MAX_LEAK_DB = -15.0
@@ -478,4 +479,10 @@ def outside_validated(acoustic: Mapping[str, Mapping[str, Any]], sample_rate: in
                 f"{side}: {100 * float(rep['zero_share']):.0f} % digital silence (validated up "
                 "to 60 %)"
             )
-    return [f"outside the validated conditions: {m}; validated on {VALIDATED_ON}" for m in out]
+    return [f"{OUTSIDE}: {m}; validated on {VALIDATED_ON}" for m in out]
+
+
+def is_acoustic_problem(message: str) -> bool:
+    """Whether a record's problem is one the acoustic front end raised (``--strict`` makes
+    these errors): edges mostly not placed on a side, or conditions outside the validated."""
+    return "the edge rule placed" in message or message.startswith(OUTSIDE)
