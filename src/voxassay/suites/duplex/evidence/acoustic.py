@@ -77,7 +77,6 @@ LEAST_ABOVE_NOISE = 1.0 + 10.0 ** (FLOOR_MARGIN_DB / 10.0)  # ... nor falls belo
 LEAK_FACTOR = 10.0 ** (LEAK_FRAME_MARGIN_DB / 10.0)
 ECHO_LAG_S = 0.04  # leakage arriving 40 ms or more after its source is echo, sooner crosstalk
 LEAK_MIN_RUN_FRAMES = 2  # under audible leakage, a run above it shorter than 20 ms is a peak
-LEAK_SHARE = 0.5  # a region is crosstalk/echo when leakage explains half its loud frames
 KEPT_SHARE = 0.5  # refinement keeping less of the detector's speech is a recorded problem
 
 
@@ -633,9 +632,8 @@ def _detect(
     """One channel's segments; ``regions``: the detector's, when already found (silero,
     webrtc; the energy detector's depend on the leakage and are found here)."""
     x, frame = prep.x, 2 * round(EDGE_WIN_S * sr)
-    report = _report_base(channel, prep.noise, leaks)  # the floor does not depend on the mask
     if len(x) < frame:
-        return [], report
+        return [], _report_base(channel, prep.noise, leaks)
     leaked = leak_power(leaks, prep.power.size)
     pad = round(NOISE_PAD_S * sr)
     noise = prep.noise
@@ -647,6 +645,7 @@ def _detect(
         if leaks:
             quiet &= prep.power >= leaked * LEAK_FACTOR
         noise = track_noise(prep.power, prep.noise.zero, prep.halves, quiet)
+    report = _report_base(channel, noise, leaks)  # the noise the edges were placed against
     ch = _Channel(
         x,
         prep.p5,

@@ -326,8 +326,3 @@ def leak_power(leaks: Sequence[tuple[Leak, FloatArray]], n: int) -> FloatArray:
         wide = np.maximum(src, np.maximum(np.roll(src, 1), np.roll(src, -1)))
         out = np.maximum(out, leak.gain * wide)
     return out
-
-
-def explained_by_leak(power: FloatArray, leaked: FloatArray) -> BoolArray:
-    """Frames whose power is within ``LEAK_FRAME_MARGIN_DB`` of the leaked power."""
-    return power < leaked * 10.0 ** (LEAK_FRAME_MARGIN_DB / 10.0)
