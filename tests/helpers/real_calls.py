@@ -11,8 +11,10 @@ known sample positions, then put through what a phone line does to it:
   digital zeros, except the comfort-noise bed in ``cng_share`` of the silent 1 s blocks;
 * echo (the agent's voice in the user's channel, ``echo_db`` below it, ``echo_ms`` later) and
   crosstalk (the user in the agent's channel);
-* a codec at 8 kHz: ``g711`` (mu-law), ``opus`` (libopus, ``opus_kbps``, DTX, VoIP), ``amr``
-  (AMR-NB 7.95 kbit/s) through PyAV, the decoder's delay measured and removed.
+* a codec at 8 kHz: ``g711`` (mu-law), ``opus`` (libopus, ``opus_kbps``, DTX, VoIP), ``g723``
+  (G.723.1 6.3 kbit/s, FFmpeg's own encoder, so in every PyAV build) or ``amr`` (AMR-NB
+  7.95 kbit/s, needs an FFmpeg built with opencore-amr) through PyAV, the decoder's delay
+  measured and removed.
 
 Truth is each clean clip's edges by the edge rule (``max(level - 24 dB, -58 dBFS)`` on its own
 5 ms levels), measured on the stem before anything is added, and moved inwards where the bed
@@ -46,7 +48,27 @@ AGENT_CLIPS = (
     "cmu_arctic/aew_arctic_a0002.wav",
     "ljspeech/LJ001-0004.wav",
 )
-CODECS = ("none", "g711", "opus", "amr")
+CODECS = ("none", "g711", "opus", "g723", "amr")
+# codec -> (encoder, container, bit rate, encoder options)
+_CODEC_SPECS: dict[str, tuple[str, str, int | None, dict[str, str] | None]] = {
+    "g711": ("pcm_mulaw", "wav", None, None),
+    "opus": ("libopus", "ogg", None, {"dtx": "1", "application": "voip"}),
+    "g723": ("g723_1", "g723_1", 6300, None),
+    "amr": ("libopencore_amrnb", "amr", 7950, None),
+}
+
+
+def require_codec(codec: str) -> None:
+    """Skip (with the reason) where this PyAV's FFmpeg was built without the codec's encoder:
+    wheels differ in which external codec libraries they bundle."""
+    import av
+
+    if codec in _CODEC_SPECS:
+        encoder = _CODEC_SPECS[codec][0]
+        try:
+            av.codec.Codec(encoder, "w")
+        except av.codec.codec.UnknownCodecError:
+            pytest.skip(f"this PyAV {av.__version__} has no {encoder} encoder")
 
 
 @dataclass
@@ -139,12 +161,10 @@ def _codec(x: np.ndarray, line: PhoneLine) -> np.ndarray:
         return x
     import av
 
-    spec = {
-        "g711": ("pcm_mulaw", "wav", None, None),
-        "opus": ("libopus", "ogg", line.opus_kbps * 1000, {"dtx": "1", "application": "voip"}),
-        "amr": ("libopencore_amrnb", "amr", 7950, None),
-    }[line.codec]
-    name, fmt, rate, opts = spec
+    require_codec(line.codec)
+    name, fmt, rate, opts = _CODEC_SPECS[line.codec]
+    if line.codec == "opus":
+        rate = line.opus_kbps * 1000
     buf = io.BytesIO()
     out = av.open(buf, "w", format=fmt)
     st = out.add_stream(name, rate=LINE_SR)
@@ -164,7 +184,7 @@ def _codec(x: np.ndarray, line: PhoneLine) -> np.ndarray:
     out.close()
     buf.seek(0)
     decoded = []
-    with av.open(buf, "r") as inp:
+    with av.open(buf, "r", format=fmt) as inp:
         rs = av.AudioResampler(format="s16", layout="mono", rate=LINE_SR)
         for frame in inp.decode(audio=0):
             decoded += [r.to_ndarray().ravel() for r in rs.resample(frame)]
