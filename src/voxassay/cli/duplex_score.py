@@ -84,6 +84,15 @@ def _strict_code(run_dir: Path, strict: bool) -> int:
 )
 @detector_option
 @click.option(
+    "--asr",
+    default="none",
+    show_default=True,
+    metavar="none|faster-whisper[:MODEL_DIR]",
+    help="Recordings: transcribe the sounds of 1 s or less so backchannels are known by what "
+    "they say ('mm-hmm', 'yeah', 'I see'), not only by length and level. Only those short "
+    "sounds are transcribed; the cost is printed.",
+)
+@click.option(
     "--system",
     default=None,
     help="Name of the system under test (recordings: default 'recordings'; bundles: "
@@ -148,6 +157,7 @@ def score_cmd(
     user_channel: int,
     labels: Path | None,
     detector: str,
+    asr: str,
     system: str | None,
     redact: bool,
     retention_days: int | None,
@@ -190,6 +200,7 @@ def score_cmd(
         "--executor": executor != "thread",
         "--ray-address": ray_address is not None,
     }
+    recordings_only = {"--asr": asr != "none"}
     if ship_audio:
         click.echo(
             "error: --ship-audio: duplex score reads the bundles on the workers (shared "
@@ -200,6 +211,10 @@ def score_cmd(
     if bundles and (stereo or user or agent):
         click.echo("error: give bundle folders or --stereo/--user/--agent, not both", err=True)
         sys.exit(EXIT_USAGE)
+    if bundles and any(recordings_only.values()):
+        used = [k for k, v in recordings_only.items() if v]
+        click.echo(f"error: {', '.join(used)} apply to recordings only", err=True)
+        sys.exit(EXIT_USAGE)
     if not bundles:
         used = [k for k, v in bundle_only.items() if v]
         if used:
@@ -209,6 +224,7 @@ def score_cmd(
 
         try:
             calls = calls_from_paths(stereo, user, agent, user_channel, labels)
+            _check_asr(asr)
         except InputError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
@@ -220,7 +236,9 @@ def score_cmd(
                 detector=detector,
                 system=system or "recordings",
                 on_record=lambda rec: progress.advance(task),
+                asr=asr,
             )
+        _say_asr_cost(store.path, flags)
         _audio_report(store.path, *audio)
         flags.say(f"report: {store.path / 'report.html'}")
         finish_run(store.path, max_failures, flags, _strict_code(store.path, strict))
@@ -286,6 +304,42 @@ def score_cmd(
     )
     _audio_report(store.path, *audio)
     finish_run(store.path, max_failures, flags, _strict_code(store.path, strict))
+
+
+def _check_asr(asr: str) -> None:
+    """``--asr`` names a transcriber that can be built here (before any work)."""
+    if asr == "none":
+        return
+    from voxassay.core.errors import BackendUnavailable, InputError, SpecError
+    from voxassay.core.registry import REGISTRY
+    from voxassay.core.specs import parse_spec
+
+    if parse_spec(asr).backend != "faster-whisper":
+        raise InputError(f"--asr {asr}: 'none' or 'faster-whisper[:MODEL_DIR]'")
+    try:
+        REGISTRY.build("transcribe", asr)
+    except (SpecError, BackendUnavailable) as exc:
+        raise InputError(f"--asr {asr}: {exc}") from None
+
+
+def _say_asr_cost(run: Path, flags: RunFlags) -> None:
+    """What the ASR pass cost: candidates, seconds of audio transcribed, compute seconds."""
+    from voxassay.core.runstore import RunStore
+
+    blocks = [
+        r.output["asr"]
+        for r in RunStore.open(run).load_records().records
+        if r.output and isinstance(r.output.get("asr"), dict)
+    ]
+    if blocks:
+        n = sum(int(b["candidates"]) for b in blocks)
+        tokens = sum(int(b["tokens"]) for b in blocks)
+        audio_s = sum(float(b["audio_s"]) for b in blocks)
+        compute_s = sum(float(b["compute_s"]) for b in blocks)
+        flags.say(
+            f"asr: {n} short sound(s), {audio_s:.1f} s of audio, transcribed in "
+            f"{compute_s:.1f} s; {tokens} heard as backchannel forms"
+        )
 
 
 def _audio_report(run: Path, audio: str | None, audio_format: str | None) -> None:

@@ -382,8 +382,8 @@ def test_agent_that_never_answers_is_censored_and_counted() -> None:
 
 @pytest.mark.parametrize(
     ("agent_start", "latency", "takeover"),
-    [(2.0, 0.0, False), (1.8, -200.0, False), (1.2, -800.0, True)],
-    ids=["exactly-at-end", "200ms-early", "talk-over"],
+    [(2.0, 0.0, False), (1.8, -200.0, False), (1.55, -450.0, False), (1.2, -800.0, True)],
+    ids=["exactly-at-end", "200ms-early", "overlapping-transfer-450ms", "talk-over"],
 )
 def test_agent_start_at_or_before_user_end(
     agent_start: float, latency: float, takeover: bool
@@ -396,6 +396,61 @@ def test_agent_start_at_or_before_user_end(
     assert a.rates["talk_over_rate"].k == int(takeover)
     fdb = compat_metrics(a)["v1.0"]["smooth_turn_taking"]
     assert fdb["Latency"]["value_s"] == pytest.approx(max(0.0, latency / 1000))  # FDB clips at 0
+
+
+def _tok(segs: list[dict[str, Any]], token: bool) -> list[dict[str, Any]]:
+    return [{**s, "token": token} for s in segs]
+
+
+def test_what_the_asr_heard_decides_a_user_backchannel_not_its_level() -> None:
+    """A loud "oh yeah" over the answer is a backchannel when heard as one (the agent talking
+    through it is right); a soft "five" is turn speech (a barge-in); untranscribed sounds keep
+    the level rule."""
+    user = _u((0.5, 2.0))
+    agent = _a((2.5, 6.0))
+    loud = _u((3.5, 3.9), level=-22.0)
+    e = _ev(analyze_call(user + _tok(loud, True), agent))
+    assert (e.kind, e.expected_actions, e.outcome) == (
+        "backchannel",
+        ["continue"],
+        "correct_continue",
+    )
+    assert _ev(analyze_call(user + loud, agent)).kind == "barge_in"  # no words: level rule
+    soft = _u((3.5, 3.9), level=-29.0)
+    assert _ev(analyze_call(user + soft, agent)).kind == "backchannel"
+    words = analyze_call(user + _tok(soft, False), agent)
+    assert _ev(words).kind == "barge_in" and _ev(words).outcome == "missed_interruption"
+    sound = next(s for s in words.sounds if s.start_s == 3.5)
+    assert sound.kind_source == "asr"
+
+
+def test_a_listener_token_in_silence_is_no_turn_and_demands_no_answer() -> None:
+    """ "Mm-hmm" in the agent's pause between two of its sentences: not a turn, no false
+    silence, and the agent going on (or staying silent) is right."""
+    user = _u((0.5, 2.0)) + _tok(_u((4.2, 4.6)), True)
+    for agent in (_a((2.5, 4.0), (5.0, 7.0)), _a((2.5, 4.0))):
+        a = analyze_call(user, agent, duration_s=9.0)
+        assert len(a.turns) == 1 and a.rates["false_silence_rate"].k == 0
+        e = _ev(a)
+        assert e.kind == "backchannel" and e.expected_actions == ["continue", "listen"]
+        assert e.observed_action in ("continue", "listen") and e.outcome == "ignored"
+        assert all(d.correct for d in a.decisions), a.decisions
+    # the same short sound heard as words opens a turn that the agent answers
+    worded = _u((0.5, 2.0)) + _tok(_u((4.2, 4.6)), False)
+    assert len(analyze_call(worded, _a((2.5, 4.0), (5.0, 7.0))).turns) == 2
+
+
+def test_an_agent_backchannel_in_the_users_pause_satisfies_listen() -> None:
+    """The agent's "mm-hmm" in a 1 s pause of the user's turn is a backchannel, which an
+    expected ``listen`` accepts; heard as words ("five?"), the same burst answers the turn."""
+    user = _u((0.5, 2.0), (3.0, 4.5))
+    a = analyze_call(user, _tok(_a((2.3, 2.7)), True) + _a((5.0, 6.0)))
+    (pz,) = a.pauses
+    assert pz.observed_action == "backchannel" and pz.expected_actions == ["listen"]
+    assert all(d.correct for d in a.decisions), a.decisions
+    assert a.bursts[0].role == "backchannel" and len(a.turns) == 1
+    b = analyze_call(user, _tok(_a((2.3, 2.7)), False) + _a((5.0, 6.0)))
+    assert b.bursts[0].role == "response" and len(b.turns) == 2
 
 
 def test_long_silences() -> None:

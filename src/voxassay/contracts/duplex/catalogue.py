@@ -653,10 +653,24 @@ TERMS: tuple[tuple[str, str], ...] = (
         "keeps the floor (a backchannel, a failed interruption). Heldner & Edlund 2010.",
     ),
     (
+        "overlapping transfer",
+        "a floor transfer in overlap where the previous speaker stops within 500 ms of the next "
+        "one's onset: the answer, with a negative offset; not a takeover and not a failed "
+        "interruption. A longer agent-started overlap while the user goes on is a premature "
+        "takeover: `talk_over_rate` (k over user turns) when it starts while the user talks, "
+        "`premature_takeover_rate` (k over the pauses inside user turns) when it starts in a "
+        "pause and the user resumes. Heldner & Edlund 2010.",
+    ),
+    (
         "backchannel",
         'a short listener response ("mm-hmm", "yeah", "right") that does not claim the '
         'floor: the speaker goes on. Yngve 1970 (CLS 6); Schegloff 1982 ("uh huh" and other '
-        "things that come between sentences); Ward & Tsukahara 2000 (J. Pragmatics 32).",
+        "things that come between sentences); Ward & Tsukahara 2000 (J. Pragmatics 32). "
+        "Measured: 1 s or less and, where an ASR heard it (`duplex score --asr`), every word a "
+        "backchannel form; without words, an agent sound over by the user's end or before the "
+        "user resumes, a user sound under the agent's talk at least 2 dB below the user's "
+        "level. A backchannel is never a turn: one in silence demands no answer, and an "
+        "agent's satisfies an expected `listen`.",
     ),
     (
         "cut by the recording",

@@ -256,6 +256,10 @@ class _Session:
         self.calls = 0
         self.next_frame = 0
         self.dead: str | None = None
+        self.connect_failed = False
+        """The agent's transport logged a failed connection (``session.error`` kind connect)."""
+        self.took_part = False
+        """The agent produced something other than an error."""
         self.t_start = time.monotonic_ns()
         self.pacing: list[float] = []
         self.skipped_late = 0
@@ -433,7 +437,27 @@ class _Session:
             )
             self._call(ns, lambda t: self.agent.on_tool_result(call.call_id, result, error, t))
 
+    def _no_agent(self, now: int) -> bool:
+        """The agent has taken no part and cannot: it crashed before any call returned, or its
+        transport could not connect and it produced nothing else. The session ends (logged);
+        the runner records it as an error, never a score."""
+        gone = (self.dead is not None and self.calls == 0) or (
+            self.connect_failed and not self.took_part
+        )
+        if gone:
+            self.log(
+                "session.error",
+                now,
+                reason="no agent took part: the session ended early",
+                data={"kind": "no_agent"},
+            )
+        return gone
+
     def _output(self, ns: int, out: AgentOutput) -> None:
+        if isinstance(out, AgentEvent) and out.event_type == "session.error":
+            self.connect_failed |= out.data.get("kind") == "connect"
+        else:
+            self.took_part = True
         sample = self._sample(ns)
         if isinstance(out, AudioOut):
             self._render(sample)
@@ -639,7 +663,7 @@ class _Session:
             self._faults(now)
             self._drain_queue(now)
             self._render(t0)
-            if self._finished(t0) or t0 >= cap:
+            if self._finished(t0) or t0 >= cap or self._no_agent(now):
                 break
             end = t0 + self.frame
             frame = np.zeros(self.frame, np.float32)

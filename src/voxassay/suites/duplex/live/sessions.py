@@ -208,6 +208,9 @@ class SessionWorker:
             if player is not None:
                 player.close()
             _close_quietly(instance)
+        never = never_reached(result)
+        if never is not None:  # no agent took part: nothing to score
+            return _error(sc, agent, r, *never, started)
         version = agent_info.get("version") or result.end.info.get("version")
         system = SystemInfo(
             name=agent,
@@ -325,6 +328,45 @@ def probe_state(probe: str, session_id: str, scenario_id: str) -> tuple[Any, str
     if not isinstance(state, dict):
         return None, f"the probe returned {type(state).__name__}, not a JSON object"
     return state, None
+
+
+_UNREACHABLE = (
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "TimeoutError",
+    "OSError",
+    "InvalidURI",
+    "InvalidHandshake",
+    "InvalidStatus",
+    "gaierror",
+)
+
+
+def never_reached(result: Any) -> tuple[str, str] | None:
+    """``(kind, message)`` when no agent took part in the session (a ``SessionResult``), None
+    when one did. ``unreachable``: the transport logged a connection failure (``session.error``
+    of kind ``connect``: refused, reset, timed out, no such host, a failed handshake), or the
+    agent raised such an error before any call returned, and the agent then produced nothing
+    but errors and no audio. ``agent-start``: it failed otherwise before any call returned
+    (a missing key, a crash in its start)."""
+    crashed = result.end.info.get("crashed")
+    if crashed and int(result.stats.get("agent_calls") or 0) == 0:
+        name = str(crashed).split(":", 1)[0]
+        if name in _UNREACHABLE or "Connect" in name:
+            return "unreachable", f"the agent could not be reached: {crashed}"
+        return "agent-start", f"the agent failed before it took part: {crashed}"
+    own = [e for e in result.events if e.producer == "agent"]
+    errors = [e for e in own if e.event_type == "session.error"]
+    if not errors or len(errors) < len(own) or bool(result.output.any()):
+        return None
+    kinds = {str((e.data or {}).get("kind")) for e in errors}
+    first = str(errors[0].reason or "")
+    if "connect" in kinds:
+        return "unreachable", f"the agent could not be reached: {first}"
+    if "config" in kinds:
+        return "agent-start", f"the agent could not start: {first}"
+    return None
 
 
 def _error(sc: Scenario, agent: str, r: int, kind: str, message: str, started: str) -> Record:

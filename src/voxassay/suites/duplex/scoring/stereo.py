@@ -114,16 +114,24 @@ def load_channels(call: CallInput) -> tuple[np.ndarray, np.ndarray, int]:
     return u, a, ANALYSIS_SR
 
 
-def segment_call(call: CallInput, detector: str) -> dict[str, Any]:
+def segment_call(call: CallInput, detector: str, transcriber: Any = None) -> dict[str, Any]:
     """Detect both channels' segments; returns the record ``output`` (segments, duration,
     each channel's acoustic report and the problems found, conditions outside what the stated
-    accuracy was measured under among them)."""
+    accuracy was measured under among them). With a ``transcriber``, the short sounds are
+    transcribed and their segments carry ``token`` (``evidence.backchannel_asr``; the cost in
+    ``output["asr"]``)."""
     import soundfile as sf
 
     from voxassay.suites.duplex.evidence.acoustic_accuracy import outside_validated
 
     user, agent, sr = load_channels(call)
     out = segment_sides(user, agent, sr, detector, source=call.files[0])
+    if transcriber is not None:
+        from voxassay.suites.duplex.evidence.backchannel_asr import annotate_tokens
+
+        out["asr"] = annotate_tokens(
+            {"user": user, "agent": agent}, sr, out["segments"], transcriber
+        )
     rate = min(int(sf.info(f).samplerate) for f in call.files)
     out["problems"] += [
         {"file": call.files[0], "line": None, "column": None, "severity": "warning", "message": m}
@@ -159,9 +167,18 @@ def score_calls(
     system: str = "recordings",
     on_record: Callable[[Record], None] | None = None,
     write_reports: bool = True,
+    asr: str = "none",
 ) -> RunStore:
-    """Segment and analyse every call into ``out/<run_id>/``; a bad call is an error record."""
+    """Segment and analyse every call into ``out/<run_id>/``; a bad call is an error record.
+    ``asr``: a transcriber spec (``faster-whisper``) that hears the short sounds, or ``none``
+    (backchannels then by duration, timing and level)."""
     from voxassay.suites.duplex.evidence.acoustic_accuracy import detector_info
+
+    transcriber = None
+    if asr != "none":
+        from voxassay.core.registry import REGISTRY
+
+        transcriber = REGISTRY.build("transcribe", asr)
 
     ids = [c.id for c in calls]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -171,6 +188,7 @@ def score_calls(
         "mode": "stereo",
         "systems": [system],
         "detector": detector_info(detector),
+        "asr": asr if transcriber is None else {"spec": asr, **_describe(transcriber)},
         "metrics_version": METRICS_VERSION,
         "inputs": [c.to_item().audio for c in calls],
     }
@@ -179,7 +197,7 @@ def score_calls(
         started = utc_now()
         t0 = time.perf_counter()
         try:
-            output = segment_call(call, detector)
+            output = segment_call(call, detector, transcriber)
             output["evidence"] = call.evidence().to_dict()
             score = SessionScore.model_validate(output)
             analysis = score.analysis(call.id, call.labels)
@@ -203,6 +221,11 @@ def score_calls(
     from voxassay.report import finish_run
 
     return finish_run(store, write_reports)
+
+
+def _describe(transcriber: Any) -> dict[str, Any]:
+    describe = getattr(transcriber, "describe", None)
+    return dict(describe()) if callable(describe) else {}
 
 
 def _call_metrics(analysis: Any) -> dict[str, Any]:

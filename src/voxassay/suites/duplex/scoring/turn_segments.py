@@ -32,6 +32,9 @@ class _Seg:
     words: int | None
     gaps: tuple[tuple[float, float], ...] = ()
     """Inner pauses the detector bridged (agent segments, for recorded cuts)."""
+    token: bool | None = None
+    """What an ASR heard (``evidence.backchannel_asr``): True a backchannel form, False other
+    words, None not transcribed."""
 
     @property
     def dur(self) -> float:
@@ -46,6 +49,9 @@ class _Unit:
     kind: str
     n: int
     words: int | None
+    token: bool | None = None
+    """True when every transcribed segment is a backchannel form and at least one was
+    transcribed, False when any was other words, None when none was transcribed."""
 
     @property
     def dur(self) -> float:
@@ -78,6 +84,7 @@ def _segments(segments: Iterable[Any], what: str, *, keep_gaps: bool = False) ->
                 tuple((float(a), float(b)) for a, b in (_attr(s, "gaps") or ()))
                 if keep_gaps
                 else (),
+                _token(_attr(s, "token")),
             )
         )
     return sorted(out, key=lambda s: (s.start, s.end))
@@ -151,9 +158,20 @@ def _merge(
                 sum(w for w in words if w is not None)
                 if all(w is not None for w in words)
                 else None,
+                _merged_token([x.token for x in g]),
             )
         )
     return units
+
+
+def _token(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _merged_token(tokens: Sequence[bool | None]) -> bool | None:
+    if any(t is False for t in tokens):
+        return False
+    return True if any(t is True for t in tokens) else None
 
 
 def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:

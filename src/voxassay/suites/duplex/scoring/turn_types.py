@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 
-TURNS_VERSION = "3"
+TURNS_VERSION = "4"
+"""4: overlapping transfers up to 0.5 s (was 0.3 s); backchannels by what the ASR heard where
+it did; a backchannel satisfies `listen` and in silence demands no answer."""
 BARGE_IN, RESUME = "barge_in", "resume"
 SPEECH, BACKCHANNEL, BACKGROUND, NOISE = "speech", "backchannel", "background", "noise"
 """Kinds of user-channel sound."""
@@ -92,8 +94,9 @@ class TurnParams:
     """Longest silence inside one user turn."""
     takeover_resume_max_s: float = 1.0
     """A user who resumes sooner than this after the agent started resumes their own turn."""
-    early_start_tol_s: float = 0.3
-    """Agent speech starting this close before the user's end is an early start, not a talk-over."""
+    early_start_tol_s: float = 0.5
+    """Agent speech starting this close before the user's end, the user then stopping, is an
+    overlapping floor transfer (a response with a negative offset), not a talk-over."""
     backchannel_max_s: float = 1.0
     """Longest backchannel (user or agent)."""
     backchannel_rel_db: float = -2.0
@@ -166,6 +169,8 @@ class AgentBurst:
     role: str = "unprompted"
     turn: str | None = None
     n_words: int | None = None
+    token: bool | None = None
+    """What an ASR heard in it: True a backchannel form, False other words, None untranscribed."""
 
 
 @dataclass

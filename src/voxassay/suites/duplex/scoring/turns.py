@@ -32,12 +32,20 @@ a noise event or a barge-in.
    reference level. A talker at 1-2 m reaches a handset or headset microphone 20-26 dB below the
    user at a few cm (about 6 dB per doubling of distance), while one talker's own utterances
    rarely vary by more than about 6 dB; 12 dB sits between the two.
-3. ``backchannel``: it starts while the agent is talking, lasts at most ``backchannel_max_s``
-   (1 s) and is at least ``backchannel_rel_db`` (2 dB) quieter than the reference. Listener
-   tokens ("uh-huh", "right") are short and produced softer than turn speech, while competitive
-   incomings (a "stop!", "wait") are raised in loudness (French & Local 1983); a short sound at
-   the user's own level is therefore a barge-in attempt, not a backchannel.
-4. otherwise ``speech``: turn speech, which claims the floor.
+3. where an ASR transcribed the sound (``duplex score --asr``: segments carry ``token``):
+   ``backchannel`` when it lasts at most ``backchannel_max_s`` (1 s) and every word is a
+   backchannel form ("mm-hmm", "yeah", "oh", "I see": ``evidence.backchannel_asr``), wherever
+   it falls; ``speech`` when the ASR heard other words. What is said decides, not how loud.
+4. without words, ``backchannel``: it starts while the agent is talking, lasts at most
+   ``backchannel_max_s`` and is at least ``backchannel_rel_db`` (2 dB) quieter than the
+   reference. Listener tokens ("uh-huh", "right") are short and produced softer than turn
+   speech, while competitive incomings (a "stop!", "wait") are raised in loudness (French &
+   Local 1983); a short sound at the user's own level is therefore taken for a barge-in
+   attempt. Level is the fallback feature, not the definition.
+5. otherwise ``speech``: turn speech, which claims the floor.
+
+A backchannel is never a turn: one in the agent's silence demands no answer (the agent going on
+with its talk and the agent staying silent are both right).
 
 The *reference level* is the duration-weighted median level of the user channel's speech
 segments, recomputed once without segments more than 12 dB under the first estimate (the user is
@@ -59,13 +67,16 @@ is classified as
   ``continue`` vs ``interrupt``/``correction``/``cancel``/``start``) then decides. The resumed
   speech stays in the same turn (its onset is an overlap of kind ``resume`` that the agent should
   yield to);
-* an **agent backchannel** when it is shorter than ``backchannel_max_s`` and ends before the user
-  resumes;
+* an **agent backchannel** when it is shorter than ``backchannel_max_s``, ends before the user
+  resumes and (where transcribed) is a backchannel form: it satisfies an expected ``listen``;
 * otherwise a **response**: the turn ends there.
 
-Agent speech that starts while the user is still talking (more than ``early_start_tol_s`` before
-the end of the user's sound) is a backchannel when short and over by the user's end, otherwise a
-premature takeover of context ``speech`` (talking over the user).
+Agent speech that starts within ``early_start_tol_s`` (0.5 s) before the end of the user's sound,
+the user then stopping, is an **overlapping floor transfer**: the answer, with a negative offset
+(Heldner & Edlund 2010's between-speaker overlap), not a takeover and not an interruption.
+Agent speech that starts earlier while the user is still talking is a backchannel when short
+(and not heard as other words) and over by the user's end, otherwise a premature takeover of
+context ``speech`` (talking over the user; ``talk_over_rate`` over the turns).
 
 **Response latency** of a turn = onset of the first agent burst that starts at or after the
 turn's onset, before the next turn's onset, and is still running at the turn's final speech end
@@ -232,7 +243,7 @@ def analyze_call(
     dur = float(duration_s) if duration_s is not None else (max(ends) if ends else 0.0)
 
     bursts = [
-        AgentBurst(f"a{i}", u.start, u.end, u.n, n_words=u.words)
+        AgentBurst(f"a{i}", u.start, u.end, u.n, n_words=u.words, token=u.token)
         for i, u in enumerate(
             _merge(
                 aseg,
@@ -350,6 +361,10 @@ def _classify(
         return NOISE, "acoustic", f"detector kind {u.kind!r}"
     if rel is not None and rel < p.background_rel_db:
         return BACKGROUND, "acoustic", f"{rel:.1f} dB under the user's level"
+    if u.token is True and u.dur <= p.backchannel_max_s:
+        return BACKCHANNEL, "asr", f"short ({u.dur:.2f} s), heard as a backchannel form"
+    if u.token is False:
+        return SPEECH, "asr", "turn speech (words other than a backchannel form)"
     if (
         agent_talking
         and u.dur <= p.backchannel_max_s
@@ -386,7 +401,7 @@ def _build_turns(
                 continue
             if b.start_s < prev.end_s - p.early_start_tol_s:
                 # started while the user was clearly still talking
-                short = b.end_s - b.start_s < p.backchannel_max_s
+                short = b.end_s - b.start_s < p.backchannel_max_s and b.token is not False
                 if short and b.end_s <= prev.end_s + p.early_start_tol_s:
                     b.role = "backchannel"
                 else:
@@ -398,7 +413,11 @@ def _build_turns(
             if nxt is None:
                 continue  # an answer (or later speech): attributed below
             within = nxt.start_s - prev.end_s <= p.max_pause_s
-            short_done = b.end_s <= nxt.start_s and b.end_s - b.start_s < p.backchannel_max_s
+            short_done = (
+                b.end_s <= nxt.start_s
+                and b.end_s - b.start_s < p.backchannel_max_s
+                and b.token is not False
+            )
             resumed_over = (
                 within
                 and b.end_s > nxt.start_s
@@ -528,6 +547,11 @@ def _default_expected(kind: str) -> list[str]:
     return ["ignore"]
 
 
+GAP_BACKCHANNEL_EXPECTED = ["continue", "listen"]
+"""A backchannel in the agent's silence claims no floor: the agent going on with its own talk
+and the agent staying silent are both right (never a turn that demands an answer)."""
+
+
 def _events(
     sounds: list[UserSound],
     bursts: list[AgentBurst],
@@ -556,6 +580,8 @@ def _events(
         lab = sound_label.get(s.id)
         if lab is not None and lab.expected_actions:
             expected, source = list(lab.expected_actions), "labels"
+        elif kind == BACKCHANNEL and b is None:
+            expected, source = list(GAP_BACKCHANNEL_EXPECTED), "acoustic"
         else:
             expected, source = _default_expected(kind), "acoustic"
         eid = f"e{len(events) + 1}"
@@ -655,7 +681,10 @@ def _gap_event(
         None,
     )
     responded = reply is not None
-    observed = RESPOND if responded else "ignore"
+    if kind == BACKCHANNEL:  # the agent going on after a listener token continues its talk
+        observed = "continue" if responded else "listen"
+    else:
+        observed = RESPOND if responded else "ignore"
     nxt = next((b for b in bursts if b.start_s > s.start_s), None)
     return TurnEvent(
         eid,
@@ -679,7 +708,7 @@ def _gap_event(
         expected,
         source,
         observed,
-        "false_response" if responded and RESPOND not in expected else "ignored",
+        "false_response" if observed == RESPOND and RESPOND not in expected else "ignored",
     )
 
 
@@ -735,6 +764,7 @@ _EQUIVALENT = {
     "interrupt": {"interrupt", "listen"},
     "ignore": {"ignore", "listen"},
     "listen": {"listen", "ignore"},
+    "backchannel": {"backchannel", "listen"},  # a listener token claims no floor
 }
 
 
