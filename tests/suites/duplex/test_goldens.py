@@ -91,7 +91,16 @@ ONE_SAMPLE = (
     "issue 31: with the noise estimated locally the agent's onset in d02 moves by one sample "
     "(62.5 us, 2.727125 -> 2.7270625 s), and every figure made from it"
 )
+TURNS_V4 = (
+    "issue 31, turn layer v4: in backchannel-mm-hmm-right the naive agent went on talking after "
+    "the user's backchannel in its pause, which was scored against 'continue' as 'ignore' (wrong) "
+    "and is now right (a backchannel in the agent's silence demands nothing); in "
+    "recovery-disconnect-during-write the naive agent's answer starting 0.3-0.5 s before the "
+    "user's end, the user then stopping, is an overlapping floor transfer, no longer a talk-over"
+)
 CHANGED: dict[str, str] = {
+    r"sessions\[id=(backchannel-mm-hmm-right|recovery-disconnect-during-write)\]\."
+    r"(behaviour_accuracy|failures)$": TURNS_V4,
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
     r"(recommendation|reasons\[\d+\]|status_counts\.\w+)$": STATUS_TABLE,
