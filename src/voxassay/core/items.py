@@ -220,13 +220,25 @@ def _span(item: Item) -> float | None:
 
 
 def _resolve(path: str, base_dir: Path | None) -> str:
+    """A manifest's relative path is relative to the manifest's folder, and only to it: a
+    file of the same name in the current directory is never used instead."""
     p = Path(str(path)).expanduser()
     if p.is_absolute() or base_dir is None:
         return str(p)
-    candidate = base_dir / p
-    if candidate.exists() or not p.exists():
-        return str(candidate)
-    return str(p.resolve())
+    return str(base_dir / p)
+
+
+def _portable(path: str, folder: Path) -> str:
+    """``path`` (as this process sees it) written for a manifest in ``folder``: relative to
+    the folder when the file is under it, absolute otherwise, so it works from any directory.
+    URLs and other non-file references are kept as they are."""
+    if "://" in path:
+        return path
+    full = Path(path).expanduser().resolve()
+    try:
+        return full.relative_to(folder).as_posix()
+    except ValueError:
+        return str(full)
 
 
 def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]:
@@ -312,10 +324,19 @@ def read_json_objects(
 
 
 def write_manifest(items: list[Item], path: str | Path) -> None:
-    """Write items as JSONL (UTF-8, one object per line)."""
+    """Write items as JSONL (UTF-8, one object per line). An item's audio paths are paths as
+    this process sees them (absolute, or relative to the current directory); they are written
+    relative to the manifest's folder when under it, absolute otherwise, so the manifest reads
+    the same files from any directory (``load_manifest`` resolves against its folder)."""
+    folder = Path(path).expanduser().resolve().parent
     with open(path, "w", encoding="utf-8") as fh:
         for item in items:
-            fh.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            d = item.to_dict()
+            if d.get("audio_filepath"):
+                d["audio_filepath"] = _portable(str(d["audio_filepath"]), folder)
+            if d.get("audio"):
+                d["audio"] = [_portable(str(a), folder) for a in d["audio"]]
+            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
 
 
 def file_sha256(path: str | Path, limit: int | None = None) -> str:

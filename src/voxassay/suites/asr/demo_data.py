@@ -349,12 +349,12 @@ def build_demo_dataset(
 
     # -- manifest ---------------------------------------------------------------------------
     items = clean + constructed + conv_items
-    for it in items:
-        it.audio_filepath = Path(it.audio_filepath or "").relative_to(out).as_posix()
     for it in constructed + conv_items:
         it.meta = {**base_meta, **it.meta}
     write_manifest(items, manifest_path)
-    files = sorted({it.audio_filepath or "" for it in items})
+    files = sorted(
+        {Path(it.audio_filepath or "").resolve().relative_to(out.resolve()).as_posix() for it in items}
+    )
     durations = [it.duration or 0.0 for it in items]
     counts: dict[str, int] = {}
     for it in items:
