@@ -16,6 +16,7 @@ from voxassay.cli.main import cli
 from voxassay.core.items import load_manifest
 
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
+ENGINE = "python:tests.helpers.engines:slow?delay=0"
 NOISE = SHARED / "data" / "noise" / "speech_commands" / "running_tap_10s.wav"
 pytestmark = pytest.mark.skipif(
     not (ARCTIC.is_dir() and NOISE.exists()), reason=f"needs ../shared/data ({ARCTIC}, {NOISE})"
@@ -35,8 +36,7 @@ def test_a_missing_file_is_never_read_from_the_current_directory(
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(
         cli,
-        ["asr", "run", "-m", "data/m.jsonl", "-s", "python:tests.helpers.engines:slow?delay=0"]
-        + ["-o", "runs"],
+        [*("asr", "run", "-m", "data/m.jsonl", "-o", "runs"), "-s", ENGINE],
     )
     (records,) = Path("runs").glob("*/records.jsonl")
     recs = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
@@ -62,8 +62,10 @@ def test_a_built_manifest_reads_the_same_files_from_any_directory(
     monkeypatch.chdir(work)
     res = CliRunner().invoke(
         cli,
-        ["asr", "build-conditions", "-m", "clean.jsonl", "--noise", str(NOISE), "--snr", "10"]
-        + ["--no-babble", "--no-music", "--no-telephone", "-o", "conditions"],
+        [
+            *("asr", "build-conditions", "-m", "clean.jsonl", "--noise", str(NOISE)),
+            *("--snr", "10", "--no-babble", "--no-music", "--no-telephone", "-o", "conditions"),
+        ],
     )
     assert res.exit_code == 0, res.output
     written = [
