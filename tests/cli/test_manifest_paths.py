@@ -79,3 +79,33 @@ def test_a_built_manifest_reads_the_same_files_from_any_directory(
     monkeypatch.chdir(elsewhere)
     items = load_manifest(work / "conditions" / "conditions.jsonl")
     assert items and all(Path(it.audio_filepath or "").is_file() for it in items)
+
+
+READ_SPEECH_CSV = SHARED / "data" / "read_speech" / "manifest.csv"
+
+
+def test_a_table_without_a_known_text_column_is_a_usage_error_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    """The shared fixtures' own manifest.csv keeps its text in ``transcript_or_label``: asr run
+    stops before any work (exit 2) naming the columns and the ``--columns`` to add; with it,
+    the dry run prints the mapping and the columns left in meta, and the run scores WER."""
+    out = tmp_path / "runs"
+    base = ["asr", "run", "-m", str(READ_SPEECH_CSV), "-s", ENGINE, "--limit", "2", "-o", str(out)]
+    res = CliRunner().invoke(cli, base)
+    assert res.exit_code == 2, res.output
+    assert "--columns text=transcript_or_label" in res.output and "path" in res.output
+    assert not out.exists()
+    mapped = [*base, "--columns", "text=transcript_or_label"]
+    dry = CliRunner().invoke(cli, [*mapped, "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.output.strip().splitlines()[-1])
+    assert plan["columns"]["text"] == "transcript_or_label" and plan["columns"]["audio"] == "path"
+    assert "license" in plan["unmapped"] and "transcript_or_label" not in plan["unmapped"]
+    said = CliRunner().invoke(cli, [*mapped, "--dry-run"])
+    assert "not mapped (kept in meta): source, license" in said.output
+    run = CliRunner().invoke(cli, mapped)
+    assert run.exit_code == 0, run.output
+    (records,) = out.glob("*/records.jsonl")
+    recs = [json.loads(x) for x in records.read_text().splitlines()]
+    assert len(recs) == 2 and all(r["metrics"]["ref_words"] > 0 for r in recs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import click
 from rich.markup import escape
 
 from voxassay.cli.common import (
+    EXIT_USAGE,
     RunFlags,
     data_out_option,
     dry_run,
@@ -25,6 +27,7 @@ from voxassay.cli.common import (
     subset_flags,
     workers_option,
 )
+from voxassay.core.errors import InputError
 from voxassay.core.progress import system_progress
 
 NORMALIZER_HELP = (
@@ -97,8 +100,22 @@ def run_cmd(
     REGISTRY.check_all("transcribe", systems)
     check_unique_keys(systems)
     source = read_source(manifest, flags)
+    try:
+        source.require_text("asr run (word error rate)")
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
     if flags.dry_run:
-        dry_run(flags, systems, repeats, source.items, fmt=source.format, detected=source.detected)
+        dry_run(
+            flags,
+            systems,
+            repeats,
+            source.items,
+            fmt=source.format,
+            detected=source.detected,
+            columns=source.columns,
+            unmapped=source.unmapped,
+        )
     with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = run_asr(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -350,6 +350,8 @@ def dry_run(
     fmt: str | None = None,
     detected: bool | None = None,
     first: int = 5,
+    columns: dict[str, str] | None = None,
+    unmapped: Sequence[str] = (),
 ) -> None:
     """``--dry-run``: print the plan (items x systems x repeats, the format, the first
     items) and exit 0 before anything is written or contacted."""
@@ -369,6 +371,8 @@ def dry_run(
                     "calls": calls,
                     "format": fmt,
                     "detected": detected,
+                    "columns": columns,
+                    "unmapped": list(unmapped),
                     "first": [h[1] for h in head],
                 }
             )

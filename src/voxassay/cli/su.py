@@ -172,7 +172,16 @@ def run_cmd(
     check_systems(systems, expand_tasks(list(tasks)))
     source = read_source(manifest, flags)
     if flags.dry_run:
-        dry_run(flags, systems, repeats, source.items, fmt=source.format, detected=source.detected)
+        dry_run(
+            flags,
+            systems,
+            repeats,
+            source.items,
+            fmt=source.format,
+            detected=source.detected,
+            columns=source.columns,
+            unmapped=source.unmapped,
+        )
     with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="not ok")
         store = run_su(

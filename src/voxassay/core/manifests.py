@@ -53,6 +53,10 @@ class ManifestRead:
     path: Path | None
     sha256: str = ""
     subset: dict[str, int] | None = None
+    columns: dict[str, str] | None = None
+    """A table's mapping {voxassay field: column} (csv, tsv; None for other formats)."""
+    unmapped: tuple[str, ...] = ()
+    """A table's columns mapped to no field or label (kept in each item's meta)."""
 
     def describe(self) -> str:
         how = "detected" if self.detected else "--format"
@@ -60,7 +64,28 @@ class ManifestRead:
         chosen = ""
         if self.subset:
             chosen = " (" + ", ".join(f"{k} {v}" for k, v in self.subset.items()) + ")"
-        return f"read {len(self.items)} items{chosen} from {where} ({self.format}, {how})"
+        out = f"read {len(self.items)} items{chosen} from {where} ({self.format}, {how})"
+        if self.columns is not None:
+            out += "\ncolumns: " + ", ".join(f"{k}={v}" for k, v in self.columns.items())
+            if self.unmapped:
+                out += "; not mapped (kept in meta): " + ", ".join(self.unmapped)
+        return out
+
+    def require_text(self, what: str) -> None:
+        """``InputError`` when no item has a reference text (``what`` needs one), naming the
+        columns seen and the ``--columns text=...`` that would map one."""
+        if any(it.text is not None for it in self.items):
+            return
+        where = self.path if self.path is not None else "the items"
+        msg = f"{what} needs a reference text and no item of {where} has one"
+        if self.columns is not None:
+            guess = _text_guess(self.unmapped)
+            msg += (
+                f": no column is one of {', '.join(DEFAULT_COLUMNS['text'])}; the columns are "
+                + ", ".join([*self.columns.values(), *self.unmapped])
+                + f"; name the text column with --columns text={guess or 'COLUMN'}"
+            )
+        raise InputError(msg)
 
     def config(self) -> dict[str, Any]:
         """What a run's config records about its items."""
@@ -79,6 +104,12 @@ class ManifestRead:
         """:func:`select_subset` of the items, recorded in ``subset``."""
         items, subset = select_subset(self.items, limit, sample, seed)
         return replace(self, items=items, subset=subset) if subset else self
+
+
+def _text_guess(columns: Sequence[str]) -> str | None:
+    """The unmapped column most likely to hold the text (by its name), if any."""
+    hints = ("text", "transcript", "sentence", "utterance", "label", "words", "caption")
+    return next((c for h in hints for c in columns if h in c.lower()), None)
 
 
 def select_subset(
@@ -228,7 +259,19 @@ def read_items(
             )
     if not items:
         raise InputError(f"manifest {path} has no items")
-    return ManifestRead(items, fmt, format is None, path, source_sha256(path))
+    read = ManifestRead(items, fmt, format is None, path, source_sha256(path))
+    if fmt in ("csv", "tsv"):
+        header = _header(path, "," if fmt == "csv" else "\t")
+        mapping = _column_map(header, columns or {}, str(path))
+        used = {*mapping.values(), *LABEL_COLUMNS}
+        read = replace(read, columns=mapping, unmapped=tuple(h for h in header if h not in used))
+    return read
+
+
+def _header(path: Path, delimiter: str) -> list[str]:
+    """A table's header row."""
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        return next(csv.reader(fh, delimiter=delimiter), [])
 
 
 def source_sha256(path: str | Path) -> str:

@@ -353,7 +353,10 @@ def build_demo_dataset(
         it.meta = {**base_meta, **it.meta}
     write_manifest(items, manifest_path)
     files = sorted(
-        {Path(it.audio_filepath or "").resolve().relative_to(out.resolve()).as_posix() for it in items}
+        {
+            Path(it.audio_filepath or "").resolve().relative_to(out.resolve()).as_posix()
+            for it in items
+        }
     )
     durations = [it.duration or 0.0 for it in items]
     counts: dict[str, int] = {}
