@@ -12,15 +12,27 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import SHARED
-from voxassay.cli.main import cli
+from voxassay.cli.main import cli, main
 from voxassay.core.items import load_manifest
 
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
 ENGINE = "python:tests.helpers.engines:slow?delay=0"
+SU_ENGINE = "python:tests.suites.su.understanders:fixed"
 NOISE = SHARED / "data" / "noise" / "speech_commands" / "running_tap_10s.wav"
 pytestmark = pytest.mark.skipif(
     not (ARCTIC.is_dir() and NOISE.exists()), reason=f"needs ../shared/data ({ARCTIC}, {NOISE})"
 )
+
+
+def _voxassay(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The command as typed (``voxassay ...``: input errors exit 2): its code and output."""
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    got = capsys.readouterr()
+    return code, got.out + got.err
 
 
 def test_a_missing_file_is_never_read_from_the_current_directory(
@@ -85,16 +97,16 @@ READ_SPEECH_CSV = SHARED / "data" / "read_speech" / "manifest.csv"
 
 
 def test_a_table_without_a_known_text_column_is_a_usage_error_naming_the_fix(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The shared fixtures' own manifest.csv keeps its text in ``transcript_or_label``: asr run
     stops before any work (exit 2) naming the columns and the ``--columns`` to add; with it,
     the dry run prints the mapping and the columns left in meta, and the run scores WER."""
     out = tmp_path / "runs"
     base = ["asr", "run", "-m", str(READ_SPEECH_CSV), "-s", ENGINE, "--limit", "2", "-o", str(out)]
-    res = CliRunner().invoke(cli, base)
-    assert res.exit_code == 2, res.output
-    assert "--columns text=transcript_or_label" in res.output and "path" in res.output
+    code, said = _voxassay(base, capsys)
+    assert code == 2, said
+    assert "--columns text=transcript_or_label" in said and "path" in said
     assert not out.exists()
     mapped = [*base, "--columns", "text=transcript_or_label"]
     dry = CliRunner().invoke(cli, [*mapped, "--dry-run", "--json"])
@@ -109,3 +121,41 @@ def test_a_table_without_a_known_text_column_is_a_usage_error_naming_the_fix(
     (records,) = out.glob("*/records.jsonl")
     recs = [json.loads(x) for x in records.read_text().splitlines()]
     assert len(recs) == 2 and all(r["metrics"]["ref_words"] > 0 for r in recs)
+
+
+def test_the_folders_the_readme_documents_are_read_by_the_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Kaldi data dir (tab-separated, a path with a space), an audio folder and, for
+    ``su run``, a folder: read by the command, never refused as a directory (issue 32 item 4)."""
+    kaldi = tmp_path / "data" / "test"
+    kaldi.mkdir(parents=True)
+    shutil.copy(ARCTIC / "aew_arctic_a0001.wav", tmp_path / "my clip.wav")
+    shutil.copy(ARCTIC / "aew_arctic_a0002.wav", tmp_path / "b.wav")
+    (kaldi / "wav.scp").write_text(f"u1\t{tmp_path / 'my clip.wav'}\nu2  {tmp_path / 'b.wav'}\n")
+    (kaldi / "text").write_text("u1\tauthor of the danger trail\nu2 not at this particular case\n")
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(cli, ["asr", "run", "-m", str(kaldi), "-s", ENGINE, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "(kaldi, detected)" in res.output
+    (records,) = out.glob("*/records.jsonl")
+    recs = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
+    assert set(recs) == {"u1", "u2"} and all(r["status"] == "ok" for r in recs.values())
+    assert recs["u1"]["metrics"]["ref_words"] == 5
+    # a piped command is still refused, with its line
+    (kaldi / "wav.scp").write_text(
+        f"u1\t{tmp_path / 'b.wav'}\nu2 sox {tmp_path / 'b.wav'} -t wav - |\n"
+    )
+    code, said = _voxassay(["asr", "run", "-m", str(kaldi), "-s", ENGINE, "-o", str(out)], capsys)
+    assert code == 2 and "wav.scp:2: u2" in said and "is a command" in said, said
+    clips = tmp_path / "my_clips"
+    clips.mkdir()
+    shutil.copy(ARCTIC / "aew_arctic_a0001.wav", clips / "a.wav")
+    (clips / "metadata.csv").write_text("file_name,text\na.wav,author of the danger trail\n")
+    for cmd in (
+        ["asr", "run", "-m", f"{clips}/", "-s", ENGINE],
+        ["su", "run", "-m", str(clips), "--task", "emotion", "-s", SU_ENGINE],
+    ):
+        dry = CliRunner().invoke(cli, [*cmd, "-o", str(out), "--dry-run"])
+        assert dry.exit_code == 0, dry.output
+        assert "(audiofolder, detected)" in dry.output and "id=a " in dry.output

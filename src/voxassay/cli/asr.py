@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,6 @@ import click
 from rich.markup import escape
 
 from voxassay.cli.common import (
-    EXIT_USAGE,
     RunFlags,
     data_out_option,
     dry_run,
@@ -27,7 +25,6 @@ from voxassay.cli.common import (
     subset_flags,
     workers_option,
 )
-from voxassay.core.errors import InputError
 from voxassay.core.progress import system_progress
 
 NORMALIZER_HELP = (
@@ -100,11 +97,7 @@ def run_cmd(
     REGISTRY.check_all("transcribe", systems)
     check_unique_keys(systems)
     source = read_source(manifest, flags)
-    try:
-        source.require_text("asr run (word error rate)")
-    except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+    source.require_text("asr run (word error rate)")
     if flags.dry_run:
         dry_run(
             flags,
@@ -204,10 +197,11 @@ def build_conditions_cmd(
     seed: int,
 ) -> None:
     """Make noisy, babble, music and phone-band versions of clean items (marked constructed)."""
-    from voxassay.core.items import load_manifest, write_manifest
+    from voxassay.core.items import write_manifest
+    from voxassay.core.manifests import read_items
     from voxassay.suites.asr.conditions import build_conditions
 
-    items = load_manifest(manifest)
+    items = read_items(manifest).items
     new = build_conditions(
         items,
         out,
@@ -242,10 +236,11 @@ def build_masking_cmd(
     OUT/masking.jsonl holds the source items and their masked copies; run your systems on
     it and the report's audit section says how often each still outputs the silenced word.
     """
-    from voxassay.core.items import load_manifest, write_manifest
+    from voxassay.core.items import write_manifest
+    from voxassay.core.manifests import read_items
     from voxassay.suites.asr.audits import build_masked_items
 
-    items = load_manifest(manifest)
+    items = read_items(manifest).items
     times, source = _word_times(items, words_from)
     masked = build_masked_items(
         items, times, out, per_item=per_item, seed=seed, timestamps_from=source
@@ -273,11 +268,12 @@ def build_synthetic_cmd(manifest: Path, tts: str, out: Path) -> None:
     OUT/synthetic.jsonl holds the real items and their renderings; the report compares WER
     on the two over the same sources (paired bootstrap).
     """
-    from voxassay.core.items import load_manifest, write_manifest
+    from voxassay.core.items import write_manifest
+    from voxassay.core.manifests import read_items
     from voxassay.core.registry import REGISTRY
     from voxassay.suites.asr.audits import build_synthetic_items
 
-    items = load_manifest(manifest)
+    items = read_items(manifest).items
     synth = REGISTRY.build("synthesize", tts)
     synth.load()
     with progress_bar() as progress:

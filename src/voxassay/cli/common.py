@@ -70,13 +70,15 @@ def workers_option(help_text: str, most: int = 64) -> Any:
 
 
 def manifest_option(
-    help_text: str = "JSONL manifest (audio_filepath, text, id, speaker, labels).",
+    help_text: str = "Manifest: a JSONL/JSON/CSV/TSV file, a Kaldi data dir, an audio folder, "
+    "a Hugging Face save_to_disk or Parquet folder, or a lhotse cuts file (--format, "
+    "detected when absent).",
 ) -> Any:
     return click.option(
         "--manifest",
         "-m",
         required=True,
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         help=help_text,
     )
 

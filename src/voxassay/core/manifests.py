@@ -440,7 +440,8 @@ def _kaldi_table(path: Path, required: bool = True) -> dict[str, tuple[int, str]
         except UnicodeDecodeError as exc:
             problems.append((lineno, f"not UTF-8 ({exc.reason})"))
             continue
-        key, _, rest = line.partition(" ")
+        key, *tail = line.split(None, 1)  # Kaldi: any whitespace after the key
+        rest = tail[0] if tail else ""
         if key in out:
             problems.append((lineno, f"duplicate key {key!r} (first on line {out[key][0]})"))
             continue
@@ -454,12 +455,12 @@ def _read_kaldi(path: Path, columns: dict[str, str]) -> list[Item]:
     wavs = _kaldi_table(path / "wav.scp")
     problems: list[tuple[int, str]] = []
     for key, (line, value) in wavs.items():
-        if value.endswith("|") or value.startswith("|") or " " in value:
+        if value.endswith("|"):  # Kaldi's piped command (a path may hold spaces)
             problems.append(
                 (
                     line,
-                    f"{key}: {value!r} is a command or an extended filename; voxassay reads "
-                    "only file paths and never runs a command from a manifest",
+                    f"{key}: {value!r} is a command; voxassay reads only file paths and never "
+                    "runs a command from a manifest",
                 )
             )
     if problems:
