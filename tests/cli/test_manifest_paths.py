@@ -159,3 +159,21 @@ def test_the_folders_the_readme_documents_are_read_by_the_commands(
         dry = CliRunner().invoke(cli, [*cmd, "-o", str(out), "--dry-run"])
         assert dry.exit_code == 0, dry.output
         assert "(audiofolder, detected)" in dry.output and "id=a " in dry.output
+
+
+def test_a_one_item_interval_is_not_estimable_in_every_view(tmp_path: Path) -> None:
+    """A bootstrap interval from one unit is "not estimable" on the terminal, in report.md and
+    report.json (bounds null), never the point estimate printed as an interval."""
+    out = tmp_path / "runs"
+    args = ["asr", "run", "-m", str(READ_SPEECH_CSV), "--columns", "text=transcript_or_label"]
+    res = CliRunner().invoke(cli, [*args, "--limit", "1", "-s", ENGINE, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "not estimable" in res.output
+    (run,) = out.glob("asr-*")
+    overall = json.loads((run / "report.json").read_text())["systems"][0]["overall"]
+    assert overall["n"] == 1 and overall["wer"] is not None
+    assert overall["ci_lo"] is None or overall["ci_lo"] != overall["ci_lo"]  # null or NaN
+    md = (run / "report.md").read_text()
+    assert "not estimable" in md
+    wer = f"{overall['wer']:.3f}"
+    assert f"[{wer}, {wer}]" not in md and f"[{wer}, {wer}]" not in res.output

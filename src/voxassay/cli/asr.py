@@ -328,6 +328,8 @@ def _summary(run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from voxassay.report.html import ci_text
+
     report = json.loads((run_dir / "report.json").read_text())
     table = Table(title=f"ASR · {report['run_id']} · normalizer {report['normalizer']['name']}")
     for col in ("system", "WER", "95% CI", "n", "failed", "RTFx"):
@@ -341,7 +343,7 @@ def _summary(run_dir: Path) -> None:
         table.add_row(
             escape(s["system"]),
             f(o["wer"]),
-            escape(f"[{f(o['ci_lo'])}, {f(o['ci_hi'])}]"),
+            escape(ci_text(o["ci_lo"], o["ci_hi"])),
             str(o["n"]),
             str(o["n_failed"]),
             f(o.get("rtfx"), 1),

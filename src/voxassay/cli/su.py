@@ -211,6 +211,8 @@ def _summary(run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from voxassay.report.html import ci_text
+
     report = json.loads((run_dir / "report.json").read_text())
     table = Table(title=f"SU · {report['run_id']}")
     for col in ("system", "task", "accuracy", "95% CI", "n", "unparseable", "failed", "AUC", "EER"):
@@ -225,7 +227,7 @@ def _summary(run_dir: Path) -> None:
                 escape(s["system"]),
                 task,
                 f(b.get("accuracy")),
-                escape(f"[{f(b.get('ci_lo'))}, {f(b.get('ci_hi'))}]"),
+                escape(ci_text(b.get("ci_lo"), b.get("ci_hi"))),
                 str(b.get("n")),
                 str(b.get("n_unparseable")),
                 str(b.get("n_failed")),

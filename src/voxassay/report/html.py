@@ -49,6 +49,22 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+NOT_ESTIMABLE = "not estimable"
+
+
+def ci_text(lo: Any, hi: Any, digits: int = 3) -> str:
+    """A 95 % interval as ``[lo, hi]``; ``not estimable`` when a bound is missing or NaN (a
+    resampling interval from fewer than 2 units, a zero denominator): the one rule for every
+    view, so a point estimate is never printed as an interval."""
+
+    def missing(v: Any) -> bool:
+        return v is None or (isinstance(v, float) and not math.isfinite(v))
+
+    if missing(lo) or missing(hi):
+        return NOT_ESTIMABLE
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
 def page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

@@ -34,8 +34,9 @@ def bootstrap_ratio_ci(
     """Percentile bootstrap CI of ``sum(num) / sum(den)``, resampling whole clusters.
 
     Clusters are speakers for WER (so one talker's many utterances count once per draw);
-    with ``clusters=None`` each unit (utterance) is its own cluster. A single cluster
-    gives the degenerate interval at the point estimate; zero denominators give NaN.
+    with ``clusters=None`` each unit (utterance) is its own cluster. A resampling interval
+    needs at least 2 clusters: from one it is not estimable (NaN), never the point estimate
+    printed as an interval; zero denominators give NaN too.
     """
     n = np.asarray(num, dtype=np.float64)
     d = np.asarray(den, dtype=np.float64)
@@ -43,9 +44,8 @@ def bootstrap_ratio_ci(
         return (math.nan, math.nan)
     cn, cd = _cluster_sums(n, d, clusters)
     k = cn.size
-    point = float(cn.sum() / cd.sum())
     if k < 2:
-        return (point, point)
+        return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, k, size=(n_boot, k))
     bn = cn[draws].sum(axis=1)

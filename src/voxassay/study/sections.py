@@ -18,7 +18,10 @@ def _ci(block: Mapping[str, Any] | None, digits: int = 3) -> str:
 
     if not block:
         return "–"
-    return f"{fmt(block.get('mean'), digits)} [{fmt(block.get('ci_lo'), digits)}, {fmt(block.get('ci_hi'), digits)}]"
+    from voxassay.report.html import ci_text
+
+    interval = ci_text(block.get("ci_lo"), block.get("ci_hi"), digits)
+    return f"{fmt(block.get('mean'), digits)} {interval}"
 
 
 def _num(v: Any) -> str:

@@ -19,7 +19,7 @@ from voxassay.report.document import (
     Table,
     Text,
 )
-from voxassay.report.html import bar_chart, esc, fmt
+from voxassay.report.html import bar_chart, ci_text, esc, fmt
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import (
     Estimate,
@@ -47,7 +47,7 @@ GROUP_HEADERS = [
 
 
 def _ci(g: dict[str, Any]) -> str:
-    return f"[{fmt(g.get('ci_lo'))}, {fmt(g.get('ci_hi'))}]"
+    return ci_text(g.get("ci_lo"), g.get("ci_hi"))
 
 
 def _group_row(g: dict[str, Any]) -> list[Any]:

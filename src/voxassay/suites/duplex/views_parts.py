@@ -17,7 +17,7 @@ from voxassay.contracts.duplex.scorecard import (
     TaskBlock,
 )
 from voxassay.core.numbers import finite
-from voxassay.report.html import fmt
+from voxassay.report.html import ci_text, fmt
 
 __all__ = [
     "BUNDLE_LAT_HEADERS",
@@ -56,7 +56,7 @@ def given(model: BaseModel, key: str, default: Any = None) -> Any:
 
 
 def _ci(lo: Any, hi: Any) -> str:
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    return ci_text(lo, hi)
 
 
 PER_HOUR_MIN_MINUTES = 10

@@ -17,7 +17,7 @@ from voxassay.report.document import (
     Table,
     Text,
 )
-from voxassay.report.html import fmt
+from voxassay.report.html import ci_text, fmt
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import ProfileEntry, short_name
 from voxassay.suites.sts.items import DIMENSIONS
@@ -26,9 +26,7 @@ __all__ = ["document", "profile", "render_html", "render_markdown"]
 
 
 def _ci(d: dict[str, Any]) -> str:
-    if d.get("ci_low") is None:
-        return "not estimable"
-    return f"[{fmt(d['ci_low'])}, {fmt(d['ci_high'])}]"
+    return ci_text(d.get("ci_low"), d.get("ci_high"))
 
 
 def _row(label: str, d: dict[str, Any]) -> list[Any]:

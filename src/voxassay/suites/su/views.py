@@ -9,7 +9,7 @@ from typing import Any
 
 from voxassay.core.runstore import RunStore
 from voxassay.report.document import Document, Section, Summary, Table, Text
-from voxassay.report.html import fmt
+from voxassay.report.html import ci_text, fmt
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import (
     Estimate,
@@ -25,7 +25,7 @@ TASK_HEADERS = ["system", "kind", "accuracy", "95% CI", "n", "unparseable", "fai
 
 
 def _ci(lo: Any, hi: Any) -> str:
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    return ci_text(lo, hi)
 
 
 def summary(report: dict[str, Any]) -> Summary:

@@ -25,14 +25,14 @@ from voxassay.report.document import (
     Table,
     Text,
 )
-from voxassay.report.html import bar_chart, fmt
+from voxassay.report.html import bar_chart, ci_text, fmt
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import ProfileEntry, short_name
 from voxassay.suites.tts.report_scorer import ARTIFACT_RULES
 
 
 def _ci(lo: Any, hi: Any) -> str:
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    return ci_text(lo, hi)
 
 
 def _cell(v: Mapping[str, Any] | None) -> str:
