@@ -868,3 +868,37 @@ def _bundle_run(path: Path, *, level_s2: str) -> Path:
     }
     (path / "run.json").write_text(json.dumps(info), encoding="utf-8")
     return path
+
+
+def test_matrix_mistakes_are_found_before_any_work(tmp_path: Path) -> None:
+    """A misspelt metric ("did you mean") and a threshold that is not a finite number (.nan,
+    .inf, 1e400) stop ``duplex run`` with exit 2 before a session runs (issue 32 item 7)."""
+    bad = tmp_path / "bad.yaml"
+    gates = [
+        ("beh", "behavior_accuracy", "rate", ">=", "0.9"),
+        ("nan", "response_first_audio_ms", "p50", "<=", ".nan"),
+        ("inf", "response_first_audio_ms", "p50", "<=", ".inf"),
+        ("huge", "response_first_audio_ms", "p50", "<=", "1e400"),
+    ]
+    lines = ["schema_version: 2", "id: bad", "gates:"]
+    for gid, metric, stat, comp, thr in gates:
+        lines += [
+            f"  - id: {gid}",
+            f"    metric: {metric}",
+            f"    statistic: {stat}",
+            f'    comparator: "{comp}"',
+            f"    threshold: {thr}",
+            "    min_evidence: L1",
+            "    on_fail: keep_in_shadow",
+        ]
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(
+        cli, ["duplex", "run", "--agent", "reference:careful", "--matrix", str(bad), "-o", str(out)]
+    )
+    assert res.exit_code == 2, res.output
+    assert "did you mean 'behaviour_accuracy'" in res.output
+    assert res.output.count("threshold must be a finite number") == 3
+    assert not out.exists()
+    checked = CliRunner().invoke(cli, ["duplex", "validate", str(bad)])
+    assert checked.exit_code == 1 and f"{bad}:5: error" in checked.output

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from voxassay.contracts.duplex import catalogue
 from voxassay.contracts.duplex.common import DEFER_CROSS_CHECKS, Loc, Problem
 from voxassay.contracts.duplex.evidence import (
     SELF_DECLARED_LEVEL_KEYS,
@@ -442,6 +444,12 @@ def _check_matrix(doc: _Doc) -> tuple[AcceptanceMatrix | None, list[Problem]]:
         return None, _pydantic_problems(doc, exc, _MATRIX_FIELDS)
     out = [doc.problem(loc, f"{_dotted(loc)}: {msg}") for loc, msg in matrix_cross_checks(m)]
     for i, gate in enumerate(m.gates):
+        if not math.isfinite(gate.threshold):
+            msg = f"gate {gate.id!r}: threshold must be a finite number, not {gate.threshold}"
+            out.append(doc.problem(("gates", i, "threshold"), msg))
+        unknown = _unknown_metric(gate.metric)
+        if unknown:
+            out.append(doc.problem(("gates", i, "metric"), f"gate {gate.id!r}: {unknown}"))
         floor = DEFAULT_MIN_N[gate.statistic]
         if (
             gate.min_n is not None
@@ -459,6 +467,17 @@ def _check_matrix(doc: _Doc) -> tuple[AcceptanceMatrix | None, list[Problem]]:
             )
             out.append(doc.problem(("gates", i, "min_n"), msg, "warning"))
     return (m if not any(p.severity == "error" for p in out) else None), out
+
+
+def _unknown_metric(name: str) -> str | None:
+    """Why ``name`` names no metric of the duplex catalogue (with the nearest names), None if
+    it names one: a misspelt gate is found before any session runs."""
+    if catalogue.get(name) is not None:
+        return None
+    known = [*catalogue.names(), *(a for m in catalogue.CATALOGUE for a in m.aliases)]
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+    return f"unknown metric {name!r} (`voxassay duplex metrics` lists them){hint}"
 
 
 def load_scenario(path: str | Path) -> Scenario:
