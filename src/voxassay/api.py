@@ -39,15 +39,21 @@ class WerResult:
     reference_words: int
     normalizer: str
     pairs: int
+    empty_references: int = 0
+    """Pairs whose reference normalizes to nothing: kept out of the counts, as ``asr score``
+    and the Open ASR Leaderboard keep them out."""
 
 
 def wer(
     references: str | Sequence[str],
     hypotheses: str | Sequence[str],
     normalizer: str = "oal-en",
+    merge_compounds: bool | None = None,
 ) -> WerResult:
     """Word error rate of ``hypotheses`` against ``references`` (one string each, or equal
-    length lists), normalized as ``asr score`` does (``oal-en``, ``whisper-en`` or ``raw``)."""
+    length lists), by ``asr score``'s rule: normalized (``oal-en``, ``whisper-en`` or ``raw``),
+    pairs whose reference normalizes to nothing left out (counted in ``empty_references``),
+    split/joined compounds equal unless ``raw`` (``merge_compounds`` overrides)."""
     from voxassay.suites.asr.wer import normalizer_version, score_text
 
     refs = [references] if isinstance(references, str) else list(references)
@@ -55,8 +61,12 @@ def wer(
     if len(refs) != len(hyps):
         raise InputError(f"{len(refs)} references but {len(hyps)} hypotheses")
     totals = {"sub": 0, "del": 0, "ins": 0, "ref_words": 0}
+    empty = 0
     for ref, hyp in zip(refs, hyps, strict=True):
-        counts = score_text(ref, hyp, normalizer)
+        counts = score_text(ref, hyp, normalizer, merge_compounds)
+        if counts["empty_ref"]:
+            empty += 1
+            continue
         for key in totals:
             totals[key] += int(counts[key])
     n = totals["ref_words"]
@@ -69,6 +79,7 @@ def wer(
         reference_words=n,
         normalizer=normalizer_version(normalizer),
         pairs=len(refs),
+        empty_references=empty,
     )
 
 

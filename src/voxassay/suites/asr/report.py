@@ -207,7 +207,11 @@ def _worst(records: list[Record], items: dict[str, Item]) -> list[dict[str, Any]
         if errors == 0:
             break
         item = items[r.id]
-        alignment = align_words(m["ref_norm"].split(), m["hyp_norm"].split())
+        alignment = align_words(
+            m["ref_norm"].split(),
+            m["hyp_norm"].split(),
+            merge_compounds=m.get("merge_compounds", True),
+        )
         out.append(
             {
                 "id": r.id,

@@ -113,7 +113,7 @@ def score_records(
 ) -> list[Record]:
     """Fill ``metrics`` of every ok record: normalize all texts in one batch, then align."""
     from voxassay.suites.asr.normalize import get_normalizer, normalize_many
-    from voxassay.suites.asr.wer import metrics_from_normalized
+    from voxassay.suites.asr.wer import merges_compounds, metrics_from_normalized
 
     version = get_normalizer(normalizer).version
     by_id = {it.id: it for it in items}
@@ -122,7 +122,7 @@ def score_records(
     hyps = [str(r.output.get("pred_text", "")) for r in todo]
     normed = normalize_many([*refs, *hyps], name=normalizer, workers=workers)
     for rec, rn, hn in zip(todo, normed[: len(todo)], normed[len(todo) :], strict=True):
-        rec.metrics = metrics_from_normalized(rn, hn, version)
+        rec.metrics = metrics_from_normalized(rn, hn, version, merges_compounds(normalizer))
     return records
 
 

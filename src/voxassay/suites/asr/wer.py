@@ -31,23 +31,36 @@ def normalizer_version(name: str) -> str:
     return str(_normalizer(name).version)
 
 
-def score_text(ref: str, hyp: str, normalizer: str = DEFAULT_NORMALIZER) -> dict[str, Any]:
+def merges_compounds(normalizer: str) -> bool:
+    """The compound rule that goes with a normalizer: the leaderboard-style ones (``oal-en``,
+    ``whisper-en``) count a split or joined compound ("white board" / "whiteboard") as equal;
+    ``raw`` is plain word error rate."""
+    return normalizer != "raw"
+
+
+def score_text(
+    ref: str, hyp: str, normalizer: str = DEFAULT_NORMALIZER, merge_compounds: bool | None = None
+) -> dict[str, Any]:
     """Per-item counts after normalizing both sides with ``normalizer`` (see
-    :func:`metrics_from_normalized`)."""
+    :func:`metrics_from_normalized`); ``merge_compounds`` None: :func:`merges_compounds`."""
     norm = _normalizer(normalizer)
-    return metrics_from_normalized(norm(ref), norm(hyp), norm.version)
+    merge = merges_compounds(normalizer) if merge_compounds is None else merge_compounds
+    return metrics_from_normalized(norm(ref), norm(hyp), norm.version, merge)
 
 
-def metrics_from_normalized(ref_n: str, hyp_n: str, version: str) -> dict[str, Any]:
+def metrics_from_normalized(
+    ref_n: str, hyp_n: str, version: str, merge_compounds: bool = True
+) -> dict[str, Any]:
     """Counts for one normalized pair: ``sub, del, ins, ref_words, hyp_words, char_errors,
     ref_chars, empty_ref``, the normalized texts and the normalizer version.
 
-    Words are the whitespace split; split/joined compounds cost nothing (merge_compounds).
+    Words are the whitespace split; with ``merge_compounds`` split/joined compounds cost
+    nothing (the flag is recorded when off).
     """
     from voxassay.suites.asr.align import count_char_errors, count_errors
 
     rt, ht = ref_n.split(), hyp_n.split()
-    counts = count_errors(rt, ht)
+    counts = count_errors(rt, ht, merge_compounds=merge_compounds)
     chars = count_char_errors(ref_n, hyp_n)
     return {
         "normalizer": version,
@@ -61,6 +74,7 @@ def metrics_from_normalized(ref_n: str, hyp_n: str, version: str) -> dict[str, A
         "empty_ref": len(rt) == 0,
         "ref_norm": ref_n,
         "hyp_norm": hyp_n,
+        **({} if merge_compounds else {"merge_compounds": False}),
     }
 
 
