@@ -177,3 +177,22 @@ def test_a_one_item_interval_is_not_estimable_in_every_view(tmp_path: Path) -> N
     assert "not estimable" in md
     wer = f"{overall['wer']:.3f}"
     assert f"[{wer}, {wer}]" not in md and f"[{wer}, {wer}]" not in res.output
+
+
+def test_an_audio_path_that_is_a_folder_is_an_error_record(tmp_path: Path) -> None:
+    """The item is recorded with its reason and the run goes on (it used to abort with
+    IsADirectoryError)."""
+    (tmp_path / "clips").mkdir()
+    shutil.copy(ARCTIC / "aew_arctic_a0001.wav", tmp_path / "a.wav")
+    lines = [{"id": "dir", "audio_filepath": "clips", "text": "x"}]
+    lines.append({"id": "ok", "audio_filepath": "a.wav", "text": "author of the danger trail"})
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(
+        cli, ["asr", "run", "-m", str(tmp_path / "m.jsonl"), "-s", ENGINE, "-o", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    (records,) = out.glob("*/records.jsonl")
+    recs = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
+    assert recs["dir"]["status"] == "error" and "not a file" in recs["dir"]["error"]["message"]
+    assert recs["ok"]["status"] == "ok"

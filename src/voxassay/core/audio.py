@@ -65,6 +65,8 @@ def _checked_file(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
         raise AudioError(f"audio file not found: {p}", kind="missing")
+    if not p.is_file():
+        raise AudioError(f"audio path is not a file (a folder?): {p}", kind="unreadable")
     if p.stat().st_size == 0:
         raise AudioError(f"audio file is empty (0 bytes): {p}", kind="empty")
     _check_wav_complete(p)

@@ -79,13 +79,23 @@ def system_slug(spec: str) -> str:
     return slug
 
 
+MAX_ID_CHARS = 100
+"""Longer ids are cut and hashed (file systems refuse names over 255 bytes)."""
+
+
 def item_filename(item_id: str, repeat: int) -> str:
     """``<item_id>.wav`` (repeat 0) or ``<item_id>.r<k>.wav``. An id that had to be changed
-    (unsafe characters replaced) or that ends like a repeat suffix (``x.r1``) gets a short
-    hash of the id, so two items never share a file (``a b`` and ``a_b``; ``x.r1`` and
-    ``x`` repeat 1)."""
+    (unsafe characters replaced), is longer than ``MAX_ID_CHARS``, ends like a repeat suffix
+    (``x.r1``) or like a hashed name (``-`` and 8 hex digits) gets a short hash of the id, so
+    two items never share a file (``a b`` and ``a_b``; ``x.r1`` and ``x`` repeat 1; an id
+    spelt like another's hashed name) and no name is too long."""
     base = re.sub(r"[^A-Za-z0-9._+-]+", "_", item_id).strip(".") or "item"
-    if base != item_id or re.search(r"\.r\d+$", base):
+    if (
+        base != item_id
+        or len(base) > MAX_ID_CHARS
+        or re.search(r"\.r\d+$", base)
+        or re.search(r"-[0-9a-f]{8}$", base)
+    ):
         base = f"{base[:80]}-{hashlib.sha1(item_id.encode()).hexdigest()[:8]}"
     return f"{base}.wav" if repeat == 0 else f"{base}.r{repeat}.wav"
 
