@@ -196,3 +196,41 @@ def test_an_audio_path_that_is_a_folder_is_an_error_record(tmp_path: Path) -> No
     recs = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
     assert recs["dir"]["status"] == "error" and "not a file" in recs["dir"]["error"]["message"]
     assert recs["ok"]["status"] == "ok"
+
+
+@pytest.mark.live  # a second process holds the run
+def test_a_run_folder_has_one_writer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """While a process writes a run, a second ``--resume`` of it is exit 2 naming that
+    process; once the writer is gone (killed: the kernel drops its lock) the resume works
+    (issue 32 item 9)."""
+    import subprocess
+    import sys
+
+    shutil.copy(ARCTIC / "aew_arctic_a0001.wav", tmp_path / "a.wav")
+    line = {"id": "a", "audio_filepath": "a.wav", "text": "author of the danger trail"}
+    (tmp_path / "m.jsonl").write_text(json.dumps(line) + "\n")
+    out = tmp_path / "runs"
+    args = ["asr", "run", "-m", str(tmp_path / "m.jsonl"), "-s", ENGINE, "-o", str(out)]
+    assert _voxassay(args, capsys)[0] == 0
+    (run,) = out.glob("asr-*")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from voxassay.core.runstore import RunStore\n"
+            f"RunStore.open({str(run)!r}).claim()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, said = _voxassay([*args, "--resume"], capsys)
+        assert code == 2 and f"PID {holder.pid}" in said, said
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _voxassay([*args, "--resume"], capsys)[0] == 0

@@ -7,6 +7,7 @@ every finished record; a half-written last line is detected on load, reported an
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import hashlib
 import json
 import os
@@ -28,6 +29,10 @@ from voxassay.core.version import __version__
 RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 ITEMS_FILE = "items.jsonl"
+WRITER_LOCK = ".writer.lock"
+"""Held (flock) by the process writing the run: a second writer is refused with its PID."""
+_HELD: dict[str, int] = {}
+"""Run folders this process holds the writer lock of: resolved path -> the lock's fd."""
 
 
 def utc_now() -> str:
@@ -83,6 +88,7 @@ class RunStore:
         path = Path(out_parent) / run_id
         path.mkdir(parents=True, exist_ok=False)
         store = cls(path)
+        store.claim()
         info = {
             "run_id": run_id,
             "suite": suite,
@@ -159,6 +165,7 @@ class RunStore:
         if resume:
             store = cls.find_resumable(out_parent, suite, config_fingerprint(config))
             if store is not None:
+                store.claim()  # before touching its records: another --resume may be writing
                 store.repair_tail()
                 done = {r.key for r in store.load_records().records}
                 info = store.info()
@@ -166,6 +173,35 @@ class RunStore:
                 store.write_info(info)
                 return store, done, True
         return cls.create(out_parent, suite, config, items), set(), False
+
+    # -- the writer lock --------------------------------------------------------------------
+    def claim(self) -> None:
+        """Become the run's only writer (an exclusive ``flock`` on ``.writer.lock`` holding
+        this PID; the kernel drops it when the process ends, however it ends). ``InputError``
+        naming the holder's PID when another process writes the run."""
+        key = str(self.path.resolve())
+        if key in _HELD:
+            return
+        fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise InputError(
+                f"run {self.path} is being written by another process (PID {holder}); "
+                "wait for it to finish, then --resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        _HELD[key] = fd
+
+    def release(self) -> None:
+        """Give up the writer lock (the run is finished or closed)."""
+        fd = _HELD.pop(str(self.path.resolve()), None)
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -211,10 +247,12 @@ class RunStore:
             os.fsync(fh.fileno())
 
     def close(self) -> None:
+        """Close the record file and give up the writer lock."""
         with self._lock:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+        self.release()
 
     def repair_tail(self) -> int:
         """Cut a half-written last line (a kill mid-write) so appends start on a new line.
