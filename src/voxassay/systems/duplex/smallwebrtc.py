@@ -307,7 +307,7 @@ def build(spec: Any, capability: str) -> LinkFactory:
     names = frozenset(o.name for o in options_of("smallwebrtc", "duplex"))
     spec.check_options(names, "smallwebrtc")
     options: dict[str, Any] = {}
-    for key, value in spec.options.items():
+    for key, value in spec.backend_options.items():  # name=, route= ... are the harness's
         if key in ("gap_ms", "connect_timeout_s", "media_timeout_s"):
             options[key] = spec.float_option(key, 0.0, lo=0.01)
         elif key == "ice_hosts":

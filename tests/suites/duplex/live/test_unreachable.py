@@ -64,11 +64,12 @@ def test_every_transport_to_a_closed_port_is_unreachable(tmp_path: Path) -> None
         f"ws://127.0.0.1:{port}",
         f"webrtc:http://127.0.0.1:{port}/v1/realtime/calls",
         f"twilio-ws:ws://127.0.0.1:{port}/media",
+        f"pc=smallwebrtc:http://127.0.0.1:{port}/api/offer",  # named (a TypeError before)
     )
     code, output, recs = _run(tmp_path, *agents)
     assert code == 1, output
-    assert sorted(r["system"] for r in recs) == sorted(agents)
+    assert sorted(r["system"] for r in recs) == sorted(agents)  # the spec as given, name and all
     for r in recs:
         assert r["status"] == "error" and r["error"]["kind"] == "unreachable", r
         assert "cannot connect" in r["error"]["message"] and not r["metrics"]
-    assert "0 of 3 session(s) scored" in output
+    assert "0 of 4 session(s) scored" in output
