@@ -19,6 +19,18 @@ def reference() -> None:
     """The bundled reference voice agent."""
 
 
+def _is_loopback_host(host: str) -> bool:
+    """``host`` binds only this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 @reference.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8765, show_default=True, type=int, help="Port (0: any free port).")
@@ -92,6 +104,12 @@ def serve_cmd(
     """
     from voxassay.core.errors import BackendUnavailable, InputError
 
+    if not token_env and not _is_loopback_host(host):
+        click.echo(
+            f"warning: listening on {host} without a token: anyone who can reach this address "
+            "can use the agent; give --token-env VAR (and set VAR) to require one",
+            err=True,
+        )
     try:
         factory = _agent_factory(policy, agent_spec)
     except (InputError, BackendUnavailable) as exc:
