@@ -11,6 +11,7 @@ from voxassay.cli.main import cli
 from voxassay.cli.reference import _is_loopback_host
 
 
+@pytest.mark.live  # it tries to bind (and cannot)
 def test_off_loopback_without_a_token_is_warned_about() -> None:
     res = CliRunner().invoke(cli, ["reference", "serve", "--host", "192.0.2.1", "--port", "0"])
     assert "warning: listening on 192.0.2.1 without a token" in res.output
