@@ -592,3 +592,20 @@ def test_cli_serve_without_the_reference_agent_says_so(monkeypatch: pytest.Monke
     r = CliRunner().invoke(cli, ["reference", "serve", "--port", "0", "--policy", "careful"])
     assert r.exit_code == 2
     assert "voxassay.reference.agent" in r.output and "--agent" in r.output
+
+
+def test_a_response_request_with_nothing_to_answer_is_created_and_done() -> None:
+    """``response.create`` when the agent has nothing to say: ``response.created`` and
+    ``response.done`` (completed, no output) still come, so an SDK client waiting for
+    ``response.done`` is answered (issue 32 item 10)."""
+    with serving(ScriptedAgent, idle_tick_ms=10_000) as server:
+        c = Client(server.url)
+        c.recv_until(typed("session.created"))
+        c.send({"type": "response.create"})
+        created = c.recv_until(typed("response.created"))
+        done = c.recv_until(typed("response.done"))
+        assert done["response"]["id"] == created["response"]["id"]
+        assert done["response"]["status"] == "completed" and done["response"]["output"] == []
+        for ev in (created, done):
+            check("ga", "server", ev)
+        c.close()

@@ -417,6 +417,11 @@ class ConnectionOutputs:
         if self.open_rid == resp.rid:
             self.open_rid = None
 
+    def empty_response(self) -> None:
+        """``response.create`` with nothing to answer: a response created and done at once,
+        with no output (a client waiting for ``response.done`` is answered)."""
+        self.close_response(self.response(self.new_id("resp")), "completed")
+
     def clear(self, resp: _Response, reason: str) -> None:
         self.emit({"type": "output_audio_buffer.cleared", "response_id": resp.rid})
         resp.cut = True

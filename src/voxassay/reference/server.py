@@ -261,7 +261,10 @@ class _Connection(ConnectionOutputs):
             return agent.on_tool_result(job[1], job[2], job[3], now)
         if kind == "hook":
             hook = getattr(agent, job[1], None)
-            return hook(*job[2], now) if callable(hook) else []
+            outputs = hook(*job[2], now) if callable(hook) else []
+            if job[1] == "on_response_request" and not outputs:
+                self._threadsafe(self.empty_response)
+            return outputs
         return []
 
     def finish(self, agent: Any) -> None:
