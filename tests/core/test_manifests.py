@@ -285,3 +285,38 @@ def test_unknown_format_and_folder_are_input_errors(tmp_path: Path) -> None:
         read_items(tmp_path, "xml")
     with pytest.raises(InputError, match="not a Kaldi data dir"):
         read_items(tmp_path)
+
+
+@pytest.mark.slow  # lhotse writes the cuts
+def test_lhotse_cuts_whose_audio_is_not_the_file_are_refused_with_the_reason(
+    ami: Path, tmp_path: Path
+) -> None:
+    """Speed, volume and resampling perturbations and one channel of a stereo recording,
+    written by lhotse itself: each refused with its line and reason (they used to load the
+    plain file: a 1.1x speed cut lost 9 % of its speech); the plain cut beside them reads."""
+    lhotse = pytest.importorskip("lhotse", reason="lhotse is a dev dependency")
+    rec = lhotse.Recording.from_file(ami)
+    plain = lhotse.MonoCut("plain", start=0.0, duration=2.0, channel=0, recording=rec)
+    stereo_path = tmp_path / "stereo.wav"
+    x, sr = sf.read(str(ami))
+    sf.write(str(stereo_path), np.stack([x, 0.5 * x], axis=1), sr)
+    stereo = lhotse.Recording.from_file(stereo_path)
+    right = lhotse.MonoCut("right", start=0.0, duration=2.0, channel=1, recording=stereo)
+    cuts = [
+        plain,
+        plain.perturb_speed(1.1),
+        plain.perturb_volume(0.5),
+        plain.resample(8000),
+        right,
+    ]
+    path = tmp_path / "cuts.jsonl.gz"
+    lhotse.CutSet.from_cuts(cuts).to_file(path)
+    with pytest.raises(ManifestError) as exc:
+        read_items(path)
+    reasons = dict(exc.value.problems)
+    assert sorted(reasons) == [2, 3, 4, 5]
+    assert "Speed" in reasons[2] and "transforms" in reasons[2]
+    assert "Volume" in reasons[3] and "Resample" in reasons[4]
+    assert "channel 1 of the 2-channel recording" in reasons[5]
+    lhotse.CutSet.from_cuts([plain]).to_file(tmp_path / "plain.jsonl.gz")
+    assert [it.id for it in read_items(tmp_path / "plain.jsonl.gz").items] == ["plain"]
