@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from voxassay.core import jsonio
 from voxassay.core.errors import AudioError, InputError, ManifestError
 
 if TYPE_CHECKING:
@@ -269,7 +270,7 @@ def load_manifest(path: str | Path, *, require_text: bool = False) -> list[Item]
                 f"manifest line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
             )
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
             item = Item.from_dict(obj, base_dir=path.parent)
             item.problem = problem
         except json.JSONDecodeError as exc:
@@ -312,7 +313,7 @@ def read_json_objects(
         if not line.strip():
             continue
         try:
-            obj = json.loads(line.decode("utf-8"))
+            obj = jsonio.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             problems.append((lineno, f"not a JSON line: {exc}"))
             continue

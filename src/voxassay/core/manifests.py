@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from voxassay.core import jsonio
 from voxassay.core.errors import InputError, ManifestError
 from voxassay.core.items import Item, file_sha256, load_manifest
 
@@ -216,7 +217,7 @@ def detect_format(path: Path) -> str:
     if head.lstrip().startswith("["):
         return "json"
     try:
-        first = json.loads(next(ln for ln in head.splitlines() if ln.strip()))
+        first = jsonio.loads(next(ln for ln in head.splitlines() if ln.strip()))
     except (StopIteration, ValueError):
         return "jsonl"
     if isinstance(first, dict) and ("supervisions" in first or "recording" in first):
@@ -302,7 +303,7 @@ def _read_jsonl(path: Path, columns: dict[str, str]) -> list[Item]:
 
 def _read_json(path: Path, columns: dict[str, str]) -> list[Item]:
     try:
-        data = json.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+        data = jsonio.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
@@ -645,7 +646,7 @@ def _read_lhotse(path: Path, columns: dict[str, str]) -> list[Item]:
     problems: list[tuple[int, str]] = []
     for line, raw in _lhotse_lines(path):
         try:
-            rows.append((line, _lhotse_cut(json.loads(raw.decode("utf-8")), line)))
+            rows.append((line, _lhotse_cut(jsonio.loads(raw.decode("utf-8")), line)))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             problems.append((line, f"not a JSON line: {exc}"))
         except (ValueError, TypeError) as exc:

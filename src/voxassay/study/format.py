@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from voxassay.core import jsonio
 from voxassay.core.errors import InputError
 
 RATING_COLUMNS_REQUIRED = ("rater", "item", "system", "eval", "score")
@@ -334,7 +335,7 @@ def load_study(study_dir: Path) -> Study:
     """Read ``STUDY_DIR/study.json``; ``InputError`` when it is missing or invalid."""
     path = Path(study_dir) / STUDY_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonio.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"not a study folder (no {STUDY_FILE}): {study_dir}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from voxassay.core import jsonio
 from voxassay.core.errors import InputError
 from voxassay.study.format import RATING_COLUMNS_OPTIONAL, RATING_COLUMNS_REQUIRED
 
@@ -334,7 +335,7 @@ def read_study_evals(study_dir: Path) -> dict[str, EvalMeta]:
     tolerance (``gold.tolerance``; default 1 point for likert, 0 for pairwise)."""
     path = Path(study_dir) / "study.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonio.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"not a study folder (no study.json): {study_dir}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

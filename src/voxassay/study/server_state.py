@@ -28,6 +28,7 @@ from starlette.responses import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from voxassay.core import jsonio
 from voxassay.study import pages
 from voxassay.study.format import PREFER_NOT, Eval, Item, Study, load_study
 from voxassay.study.store import (
@@ -212,7 +213,7 @@ async def read_fields(request: Request) -> tuple[dict[str, Any], bool]:
     ctype = request.headers.get("content-type", "")
     if "application/json" in ctype:
         try:
-            data = json.loads(body.decode("utf-8") or "{}")
+            data = jsonio.loads(body.decode("utf-8") or "{}")
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise Deny(400, "body is not valid JSON") from None
         if not isinstance(data, dict):

@@ -34,6 +34,7 @@ from voxassay.contracts.duplex.manifest import (
     sha256_file,
 )
 from voxassay.contracts.duplex.vocabulary import Route
+from voxassay.core import jsonio
 
 PROVENANCE_FILE = "provenance.json"
 PROVENANCE_SCHEMA_VERSION = 1
@@ -104,7 +105,7 @@ def sidecar_for(audio: Path) -> Path | None:
 def read_sidecar(path: Path) -> DeclaredProvenance:
     """Parse a sidecar; ``ValueError`` names the file and what is wrong."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
     try:

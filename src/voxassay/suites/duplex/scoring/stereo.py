@@ -23,6 +23,7 @@ from voxassay.contracts.duplex.provenance import (
     recording_evidence,
     sidecar_for,
 )
+from voxassay.core import jsonio
 from voxassay.core.audio import Audio, channel_count, load_audio
 from voxassay.core.audio import load_channels as read_channels
 from voxassay.core.errors import AudioError, InputError
@@ -309,7 +310,7 @@ def _read_labels(path: Path) -> dict[str, list[dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
         if not isinstance(obj, dict) or "start_s" not in obj or "end_s" not in obj:
