@@ -99,7 +99,7 @@ def run_cli(cli: click.Group, argv: list[str]) -> Any:
     import signal
     import threading
 
-    from voxassay.core.errors import BackendUnavailable, InputError
+    from voxassay.core.errors import BackendUnavailable, InputError, Unreachable
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_interrupt)
@@ -108,6 +108,9 @@ def run_cli(cli: click.Group, argv: list[str]) -> Any:
     except (InputError, BackendUnavailable) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except Unreachable as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
     except SystemExit as exc:
         if _interrupted and exc.code == EXIT_FAILED:
             click.echo(

@@ -48,6 +48,13 @@ class BackendUnavailable(VoxassayError):
     kind = "unavailable"
 
 
+class Unreachable(VoxassayError):
+    """A system or cluster that cannot be reached before any work starts: the CLI exits 1
+    (a system failed wholly), with the reason, and leaves no run folder."""
+
+    kind = "unreachable"
+
+
 class SystemOutputError(VoxassayError):
     """A system returned something that is not a valid answer."""
 

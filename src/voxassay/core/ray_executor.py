@@ -103,6 +103,41 @@ def ray_status() -> dict[str, str | None]:
     return {"version": version, "address": joined}
 
 
+PROBE_TIMEOUT_S = 5.0
+"""How long the cluster's port may take to accept a connection before the run gives up."""
+
+
+def probe_cluster(address: str) -> None:
+    """``Unreachable`` (the CLI's exit 1, before any run folder) unless something accepts a
+    TCP connection at the cluster's address within ``PROBE_TIMEOUT_S``: Ray itself would retry
+    a dead address for minutes, and ``auto`` without a cluster raises deep inside Ray.
+    ``auto`` is resolved as Ray resolves it (``ray_status``)."""
+    import socket
+
+    from voxassay.core.errors import Unreachable
+
+    target = address
+    if address == "auto":
+        found = ray_status()["address"]
+        if not found:
+            raise Unreachable(
+                "--ray-address auto: no Ray cluster found (RAY_ADDRESS is not set and no "
+                "`ray start` cluster runs on this machine); start one with `ray start --head` "
+                "or leave out --ray-address to run on a Ray started for the run"
+            )
+        target = found
+    rest = target[len("ray://") :] if target.startswith("ray://") else target
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except (OSError, ValueError) as exc:
+        raise Unreachable(
+            f"--ray-address {address}: the Ray cluster at {target} cannot be reached "
+            f"({type(exc).__name__}: {exc}); is it running, and is the address right?"
+        ) from None
+
+
 def check_address(address: str | None) -> str | None:
     """``None`` (a Ray started for the run, on 127.0.0.1), ``auto`` (the cluster this machine
     belongs to), ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a GCS address); anything
@@ -219,6 +254,8 @@ class RayExecutor(Executor[Any, Any]):
         reason = ray_unavailable()
         if reason:
             raise InputError(reason)
+        if self.address is not None:
+            probe_cluster(self.address)
         self.max_retries = max_retries
         self.start_timeout = start_timeout
         """Seconds with tasks waiting, none running and no actor ready before giving up."""

@@ -1,4 +1,5 @@
-"""JSON nested 5000 deep (hostile input) is a clear input error with its file and line in a
+"""Hostile input and unreachable clusters. JSON nested 5000 deep is a clear input error with
+its file and line in a
 manifest, a labels file and a provenance sidecar, and a 400 from the rating app: never a
 RecursionError traceback or an HTTP 500 (issue 32 item 10)."""
 
@@ -88,3 +89,40 @@ def test_the_rating_app_answers_deep_json_with_400(tmp_path: Path) -> None:
         assert server.proc.poll() is None  # still serving
     finally:
         server.stop()
+
+
+@pytest.mark.live  # probes loopback ports
+def test_an_unreachable_ray_cluster_is_exit_1_at_once_with_no_run_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--ray-address`` at a closed port, and ``auto`` with no cluster to find, fail before any
+    work with the reason (Ray itself retried a dead address for over 8 minutes, and ``auto``
+    printed a traceback), exit 1 like any unreachable system (issue 32 item 10)."""
+    import socket
+
+    pytest.importorskip("ray", reason="pip install 'voxassay[ray]'")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "m.jsonl").write_text('{"id": "a", "audio_filepath": "a.wav", "text": "x"}\n')
+    out = tmp_path / "runs"
+    base = [
+        "asr",
+        "run",
+        "-m",
+        str(tmp_path / "m.jsonl"),
+        "-s",
+        "python:tests.helpers.engines:plain",
+    ]
+    base += ["--executor", "ray", "-o", str(out)]
+    code, said = _code([*base, "--ray-address", f"127.0.0.1:{port}"], capsys)
+    assert code == 1 and "cannot be reached" in said and "Traceback" not in said, said
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no-ray"))  # no `ray start` cluster file
+    (tmp_path / "no-ray").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    code, said = _code([*base, "--ray-address", "auto"], capsys)
+    assert code == 1 and "no Ray cluster found" in said, said
+    assert not out.exists()
