@@ -1,7 +1,7 @@
-"""Hostile input and unreachable clusters. JSON nested 5000 deep is a clear input error with
-its file and line in a
-manifest, a labels file and a provenance sidecar, and a 400 from the rating app: never a
-RecursionError traceback or an HTTP 500 (issue 32 item 10)."""
+"""Hostile input and unreachable clusters (issue 32 item 10). JSON nested 5000 deep is a clear
+input error with its file and line in a manifest, a labels file and a provenance sidecar, and
+a 400 from the rating app: never a RecursionError traceback or an HTTP 500. A Ray cluster that
+cannot be reached is exit 1 at once."""
 
 from __future__ import annotations
 
