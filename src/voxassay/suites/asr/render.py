@@ -20,6 +20,7 @@ from voxassay.report.document import (
     Text,
 )
 from voxassay.report.html import bar_chart, ci_text, esc, fmt
+from voxassay.report.leaders import leader_text
 from voxassay.report.render import to_html, to_markdown
 from voxassay.report.summary import (
     Estimate,
@@ -108,14 +109,23 @@ def _rank_rows(rs: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
-def summary(report: dict[str, Any]) -> Summary:
-    """Who leads overall and per condition (overlapping CIs: no clear leader), the largest
-    rank change under a condition, the audits that flagged a system; the systems table."""
-    names = display_names([s["system"] for s in report["systems"]])
+def _paired_sentences(
+    report: dict[str, Any], leaders: dict[str, Any], names: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """The overall sentence and the per-condition leaders from the report's paired leaders."""
+    overall = {s["system"]: s["overall"].get("wer") for s in report["systems"]}
+    sentences = [leader_text("overall WER", leaders["overall"], names, overall)]
+    per_cond = []
+    for c in report.get("conditions", []):
+        res = (leaders.get("conditions") or {}).get(c)
+        if not res or not res.get("vs"):
+            continue
+        lead = res.get("leader")
+        per_cond.append(f"{c}: {names.get(lead, lead)}" if lead else f"{c}: no clear leader")
+    return sentences, per_cond
 
-    def est(s: dict[str, Any], g: dict[str, Any]) -> Estimate:
-        return Estimate(names[s["system"]], g.get("wer"), g.get("ci_lo"), g.get("ci_hi"))
 
+def _overlap_sentences(report: dict[str, Any], est: Any) -> tuple[list[str], list[str]]:
     sentences = [
         leader_sentence(
             "overall WER", [est(s, s["overall"]) for s in report["systems"]], lower_is_better=True
@@ -134,8 +144,27 @@ def summary(report: dict[str, Any]) -> Summary:
             per_cond.append(f"{c}: {best.system}")
         elif len(tied) > 1:
             per_cond.append(f"{c}: no clear leader")
+    return sentences, per_cond
+
+
+def summary(report: dict[str, Any]) -> Summary:
+    """Who leads overall and per condition (a paired comparison on shared items:
+    ``report.leaders``; without a clear paired difference, no clear leader), the largest
+    rank change under a condition, the audits that flagged a system; the systems table."""
+    names = display_names([s["system"] for s in report["systems"]])
+
+    def est(s: dict[str, Any], g: dict[str, Any]) -> Estimate:
+        return Estimate(names[s["system"]], g.get("wer"), g.get("ci_lo"), g.get("ci_hi"))
+
+    leaders = report.get("leaders")
+    if leaders is not None:  # decided by paired comparisons on shared items
+        sentences, per_cond = _paired_sentences(report, leaders, names)
+        rule = "paired 95 % CIs on shared items"
+    else:  # a report written before paired leaders: the overlap rule
+        sentences, per_cond = _overlap_sentences(report, est)
+        rule = "95 % CIs apart"
     if per_cond and len(report["systems"]) > 1:
-        sentences.append("Best per condition (95 % CIs apart): " + "; ".join(per_cond) + ".")
+        sentences.append(f"Best per condition ({rule}): " + "; ".join(per_cond) + ".")
     rs = report.get("rank_stability") or {}
     shifts = [
         (abs(int(v)), c["condition"], name, int(v))

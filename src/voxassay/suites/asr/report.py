@@ -10,6 +10,7 @@ from voxassay.core.items import Item
 from voxassay.core.records import Record
 from voxassay.core.runstore import RunStore, utc_now
 from voxassay.core.specs import system_key
+from voxassay.report.leaders import Unit, paired_leader
 from voxassay.suites.asr.analyses import DERIVED_GROUPS, derived_labels, rank_stability
 from voxassay.suites.asr.wer import (
     DEFAULT_NORMALIZER,
@@ -115,11 +116,17 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
 
     out_systems = []
     wer_by_condition: dict[str, dict[str, float]] = defaultdict(dict)
+    paired: dict[str, dict[str, dict[str, Unit]]] = defaultdict(lambda: defaultdict(dict))
     for spec in systems:
         recs = [r for r in records if r.system == spec and r.id in items]
         main = [r for r in recs if not items[r.id].labels.get("audit")]
         status = Counter(r.status for r in main)
         scored = [_scored(r, items[r.id]) for r in main if r.status == "ok" and r.metrics]
+        for sc in scored:
+            if not sc.metrics.get("empty_ref"):
+                unit = _unit(sc)
+                paired["overall"][spec][sc.id] = unit
+                paired["condition:" + items[sc.id].condition][spec][sc.id] = unit
         failed_ids = {r.id for r in main if r.status not in ("ok", "unscored")}
         overall = aggregate(scored, n_failed=len(failed_ids), seed=seed)
         groups = []
@@ -173,7 +180,22 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
         "notes": _notes(main_items, systems),
     }
     report["audits"] = _audits(all_items, records, normalizer)
+    report["leaders"] = {
+        "overall": paired_leader(paired["overall"], lower_is_better=True, seed=seed),
+        "conditions": {
+            key.removeprefix("condition:"): paired_leader(by, lower_is_better=True, seed=seed)
+            for key, by in paired.items()
+            if key.startswith("condition:")
+        },
+    }
     return report
+
+
+def _unit(sc: Scored) -> Unit:
+    """(word errors, reference words, speaker or the utterance): one WER resampling unit."""
+    m = sc.metrics
+    errors = float(m["sub"]) + float(m["del"]) + float(m["ins"])
+    return errors, float(m["ref_words"]), sc.speaker or f"utterance:{sc.id}"
 
 
 def _scored(rec: Record, item: Item) -> Scored:
