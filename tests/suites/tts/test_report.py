@@ -337,9 +337,14 @@ def test_profile_paired_and_leadership(run: tuple[RunStore, dict[str, Any]]) -> 
     tops = rep["leadership"]["top_k"]
     assert set(tops["linguistic"]["top"]) == {"sysA", "sysB", "sysC"}  # <= 5 systems: all in
     assert tops["identity_stress"]["ranked"] == ["sysA", "sysC"]  # sysB has no score
-    # two or three items per eval give wide CIs: sysC's overlaps the best everywhere
-    assert all("sysC" in t["leaders"] for t in tops.values())
-    assert rep["leadership"]["statement"].startswith("sysC lead(s) or tie(s) for first")
+    # two or three items per eval give wide CIs: sysC's overlaps the best everywhere a leader
+    # can be named; long form has one item per system: no interval, so no leader (a one-item
+    # "interval" used to make the higher point the leader)
+    assert tops["long_form"]["leaders"] == []
+    assert all("sysC" in t["leaders"] for d, t in tops.items() if d != "long_form")
+    statement = rep["leadership"]["statement"]
+    assert statement.startswith("sysA, sysC lead(s) or tie(s) for first")
+    assert "long_form: no leader" in statement
 
 
 def test_lead_statement() -> None:
@@ -356,6 +361,13 @@ def test_lead_statement() -> None:
     tops["y"]["leaders"] = ["B", "A"]
     assert lead_statement(["A", "B"], tops).startswith("A lead(s) or tie(s)")
     assert lead_statement(["A"], tops).startswith("One system only")
+    # a dimension where nobody can lead (one item, or all at 0) is said, never a tie of all
+    tops["z"] = {"ranked": ["A", "B"], "leaders": []}
+    st = lead_statement(["A", "B"], tops)
+    assert st.startswith("A lead(s) or tie(s)") and "z: no leader" in st
+    for t in tops.values():
+        t["leaders"] = []
+    assert lead_statement(["A", "B"], tops).startswith("No dimension has a leader")
 
 
 def test_no_overall_score_anywhere(run: tuple[RunStore, dict[str, Any]]) -> None:
@@ -436,3 +448,19 @@ def test_identical_rebuild_and_human_validation_files(tmp_path: Path) -> None:
     assert "sysA: 3.750 [3.500, 4.000]" in md3 and "0.420" in md3
     html3 = render_html(r3, store)
     assert "sysA: 3.750 [3.500, 4.000]" in html3
+
+
+def test_no_leader_at_zero_or_from_one_item() -> None:
+    """top_k: the best at 0.000 leads nothing; a best without an interval (one item) leads
+    nothing; a one-item dimension score has no interval (issue 32)."""
+    from voxassay.suites.tts.profile import Unit, dimension_score, top_k
+
+    zero = {
+        "A": {"score": 0.0, "ci_lo": 0.0, "ci_hi": 0.0},
+        "B": {"score": 0.0, "ci_lo": 0.0, "ci_hi": 0.0},
+    }
+    assert top_k(zero)["leaders"] == []
+    one = {"A": {"score": 0.9, "ci_lo": math.nan, "ci_hi": math.nan}, "B": {"score": 0.7}}
+    assert top_k(one)["leaders"] == []
+    d = dimension_score({"e": [Unit("i1", 0.5, 1.0)]})
+    assert d["score"] == 0.5 and math.isnan(d["ci_lo"]) and math.isnan(d["ci_hi"])

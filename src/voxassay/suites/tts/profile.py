@@ -307,6 +307,8 @@ def dimension_score(
     draws = _stratified_draws(strata, n_boot, seed)
     draws = draws[np.isfinite(draws)]
     lo, hi = np.quantile(draws, [alpha / 2, 1 - alpha / 2]) if draws.size else (math.nan,) * 2
+    if n < 2:  # one item: a resampling interval is not estimable, never [score, score]
+        lo = hi = math.nan
     return {
         "score": float(np.mean(scores)),
         "ci_lo": float(lo),
@@ -446,7 +448,8 @@ def top_k(scores: Mapping[str, Mapping[str, float]], k: int = 5) -> dict[str, An
     ``scores[system] = {score, ci_lo, ci_hi}`` (higher is better). Systems are ranked by
     score; the k-th best sets the bar: a system is in when its rank <= k or its CI reaches
     the k-th best's CI (``ci_hi >= ci_lo of the k-th``). ``leaders``: systems whose CI
-    reaches the best one's (``ci_hi >= ci_lo of the best``) - tied for first."""
+    reaches the best one's (``ci_hi >= ci_lo of the best``) - tied for first; none when the
+    best's interval is not estimable or the best scores 0 (nobody leads at nothing)."""
     ranked = sorted(
         ((s, v) for s, v in scores.items() if _finite(v.get("score"))),
         key=lambda sv: (-float(sv[1]["score"]), sv[0]),
@@ -465,7 +468,12 @@ def top_k(scores: Mapping[str, Mapping[str, float]], k: int = 5) -> dict[str, An
     kth = ranked[min(k, len(ranked)) - 1][1]
     best = ranked[0][1]
     top = [s for i, (s, v) in enumerate(ranked) if i < k or hi_of(v) >= lo_of(kth)]
-    leaders = [s for s, v in ranked if hi_of(v) >= lo_of(best)]
+    can_lead = (
+        _num(best.get("ci_lo")) is not None
+        and _num(best.get("ci_hi")) is not None
+        and float(best["score"]) > 0
+    )
+    leaders = [s for s, v in ranked if hi_of(v) >= lo_of(best)] if can_lead else []
     return {"ranked": [s for s, _ in ranked], "top": top, "leaders": leaders, "k": k}
 
 

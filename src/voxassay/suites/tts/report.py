@@ -363,16 +363,29 @@ def lead_statement(systems: Sequence[str], tops: Mapping[str, Mapping[str, Any]]
     dims = [d for d, t in tops.items() if t["ranked"]]
     if not dims:
         return "No dimension has scores for any system."
-    everywhere = [s for s in systems if all(s in tops[d]["leaders"] for d in dims)]
+    decided = [d for d in dims if tops[d]["leaders"]]
+    if not decided:
+        return (
+            "No dimension has a leader: the intervals are not estimable (fewer than 2 items) "
+            "or nothing scored above 0."
+        )
+    undecided = [d for d in dims if d not in decided]
+    aside = (
+        f" ({', '.join(undecided)}: no leader, interval not estimable or nothing above 0)"
+        if undecided
+        else ""
+    )
+    everywhere = [s for s in systems if all(s in tops[d]["leaders"] for d in decided)]
     if everywhere:
         return (
             f"{', '.join(everywhere)} lead(s) or tie(s) for first (CI overlap) in every one of "
-            f"the {len(dims)} scored dimensions."
+            f"the {len(decided)} dimensions where a leader can be named{aside}."
         )
-    parts = [f"{d}: {', '.join(tops[d]['leaders'])}" for d in dims]
+    parts = [f"{d}: {', '.join(tops[d]['leaders'])}" for d in decided]
     return (
         "No system leads everywhere. Leaders (tied by CI overlap) per dimension: "
         + "; ".join(parts)
+        + aside
         + "."
     )
 
