@@ -12,20 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import SHARED
-from voxassay.cli.main import cli, main
+from tests.helpers.typed import voxassay as _code
+from voxassay.cli.main import cli
 
 DEEP = "[" * 5000 + "]" * 5000
 AMI = SHARED / "real_conversations" / "ami_es2004a"
-
-
-def _code(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    got = capsys.readouterr()
-    return code, got.out + got.err
 
 
 def test_a_deep_manifest_line_is_an_input_error(

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import SHARED
-from voxassay.cli.main import cli, main
+from tests.helpers.typed import voxassay as _voxassay
+from voxassay.cli.main import cli
 from voxassay.core.items import load_manifest
 
 ARCTIC = SHARED / "data" / "read_speech" / "cmu_arctic"
@@ -22,17 +23,6 @@ NOISE = SHARED / "data" / "noise" / "speech_commands" / "running_tap_10s.wav"
 pytestmark = pytest.mark.skipif(
     not (ARCTIC.is_dir() and NOISE.exists()), reason=f"needs ../shared/data ({ARCTIC}, {NOISE})"
 )
-
-
-def _voxassay(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """The command as typed (``voxassay ...``: input errors exit 2): its code and output."""
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    got = capsys.readouterr()
-    return code, got.out + got.err
 
 
 def test_a_missing_file_is_never_read_from_the_current_directory(

@@ -9,21 +9,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.helpers.engines import WORDS
 from voxassay.cli.main import cli
 from voxassay.report.leaders import paired_leader
-
-WORDS = [
-    "alpha",
-    "bravo",
-    "charlie",
-    "delta",
-    "echo",
-    "foxtrot",
-    "golf",
-    "hotel",
-    "india",
-    "juliet",
-]
 
 
 def _hyp(errors: int) -> str:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from voxassay.cli.common import (
     RunFlags,
     data_out_option,
-    dry_run,
+    dry_run_source,
     executor_options,
     finish_run,
     format_flags,
@@ -99,16 +99,7 @@ def run_cmd(
     source = read_source(manifest, flags)
     source.require_text("asr run (word error rate)")
     if flags.dry_run:
-        dry_run(
-            flags,
-            systems,
-            repeats,
-            source.items,
-            fmt=source.format,
-            detected=source.detected,
-            columns=source.columns,
-            unmapped=source.unmapped,
-        )
+        dry_run_source(flags, systems, repeats, source)
     with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="failed")
         store = run_asr(

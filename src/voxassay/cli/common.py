@@ -346,6 +346,21 @@ def read_source(manifest: Path, flags: RunFlags) -> Any:
     return source
 
 
+def dry_run_source(flags: RunFlags, systems: Any, repeats: int, source: Any) -> None:
+    """:func:`dry_run` of a manifest read (``core.manifests.ManifestRead``): its items, format
+    and, for a table, the column mapping and the columns left in meta."""
+    dry_run(
+        flags,
+        systems,
+        repeats,
+        source.items,
+        fmt=source.format,
+        detected=source.detected,
+        columns=source.columns,
+        unmapped=source.unmapped,
+    )
+
+
 def dry_run(
     flags: RunFlags,
     systems: Any,

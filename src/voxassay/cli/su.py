@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from voxassay.cli.common import (
     RunFlags,
-    dry_run,
+    dry_run_source,
     executor_options,
     finish_run,
     format_flags,
@@ -172,16 +172,7 @@ def run_cmd(
     check_systems(systems, expand_tasks(list(tasks)))
     source = read_source(manifest, flags)
     if flags.dry_run:
-        dry_run(
-            flags,
-            systems,
-            repeats,
-            source.items,
-            fmt=source.format,
-            detected=source.detected,
-            columns=source.columns,
-            unmapped=source.unmapped,
-        )
+        dry_run_source(flags, systems, repeats, source)
     with progress_bar(flags.progress) as progress:
         on_start, on_record = system_progress(progress, status="not ok")
         store = run_su(
