@@ -224,3 +224,23 @@ def test_a_run_folder_has_one_writer(tmp_path: Path, capsys: pytest.CaptureFixtu
         holder.kill()
         holder.wait()
     assert _voxassay([*args, "--resume"], capsys)[0] == 0
+
+
+def test_subgroup_sections_show_the_table_they_announce(tmp_path: Path) -> None:
+    """ "WER by gender" in report.md: its chart says "the table below", and the table is there,
+    each cell a WER with its interval and n (issue 32 item 10)."""
+    clips = sorted(ARCTIC.glob("*.wav"))[:2] * 2  # two real clips, each twice
+    rows = [
+        {"id": f"u{i}", "audio_filepath": str(c), "text": "x y z", "labels": {"gender": g}}
+        for i, (c, g) in enumerate(zip(clips, ["f", "m", "f", "m"], strict=True))
+    ]
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(
+        cli, ["asr", "run", "-m", str(tmp_path / "m.jsonl"), "-s", ENGINE, "-o", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    md = next(out.glob("*/report.md")).read_text()
+    section = md.split("WER by gender", 1)[1].split("\n## ", 1)[0]
+    assert "| system | f | m |" in section
+    assert "n=2" in section

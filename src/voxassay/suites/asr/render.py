@@ -83,13 +83,24 @@ def _systems_summary_rows(report: dict[str, Any]) -> list[list[Any]]:
 SUMMARY_HEADERS = ["system", "WER", "95% CI", "CER", "n scored", "failed", "RTFx"]
 
 
-def _conditions_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    conds = report.get("conditions", [])
-    headers = ["system", *conds]
+def _group_table(
+    report: dict[str, Any], key: str, names: list[str]
+) -> tuple[list[str], list[list[Any]]]:
+    """Per system, the WER of each ``key`` group (a condition, an age band...) with its 95 %
+    interval and n: the table the chart above it draws."""
+    headers = ["system", *names]
     rows = []
     for s in report["systems"]:
-        by = {g["name"]: g for g in s["groups"] if g["group"] == "condition"}
-        rows.append([s["system"], *[by.get(c, {}).get("wer") for c in conds]])
+        by = {g["name"]: g for g in s["groups"] if g["group"] == key}
+        cells = []
+        for n in names:
+            g = by.get(n)
+            cells.append(
+                "–"
+                if not g or g.get("wer") is None
+                else f"{fmt(g['wer'])} {ci_text(g.get('ci_lo'), g.get('ci_hi'))} n={g.get('n')}"
+            )
+        rows.append([s["system"], *cells])
     return headers, rows
 
 
@@ -246,7 +257,7 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
         *(Text(n, "note") for n in report.get("notes", [])),
     )
     conds = report.get("conditions", [])
-    headers, rows = _conditions_table(report)
+    headers, rows = _group_table(report, "condition", conds)
     doc.section(
         "WER per condition",
         _chart(report, "condition", conds, "WER (95 % CI)"),
@@ -261,7 +272,11 @@ def document(report: dict[str, Any], store: RunStore | None = None) -> Document:
                 if g["group"] == key and g["name"] not in names:
                     names.append(g["name"])
         if len(names) >= 2:
-            doc.section(f"WER by {key}", _chart(report, key, names, "WER (95 % CI)"))
+            doc.section(
+                f"WER by {key}",
+                _chart(report, key, names, "WER (95 % CI)"),
+                Table(*_group_table(report, key, names)),
+            )
     doc.section("Rank stability", *_rank_blocks(report.get("rank_stability", {})))
     audits = doc.section("Audits")
     for title, text, headers, rows in audit_tables(report.get("audits") or {}):
