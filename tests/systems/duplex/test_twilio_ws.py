@@ -149,3 +149,35 @@ def test_a_mark_after_played_audio_is_echoed_and_clear_echoes_pending_marks() ->
     assert [m["mark"]["name"] for m in sent if m["event"] == "mark"] == ["end-1"]
     link._receive(json.dumps({"event": "mark", "mark": {"name": "idle"}}))
     assert [m["mark"]["name"] for m in sent if m["event"] == "mark"] == ["end-1", "idle"]
+
+
+def test_clear_echoes_every_pending_mark_in_buffer_order_and_a_redial_counts_from_1() -> None:
+    """Two bursts queued, a mark after each, then ``clear``: both marks come back, the first
+    burst's first (it used to stay pending behind the second's). A new stream (a redial)
+    numbers its messages from 1 again (it went on at 197). Issue 32 item 10."""
+    link = TwilioStreamLink("ws://127.0.0.1:9/media")
+    sent: list[dict[str, Any]] = []
+    link._connected = True
+    link._send = sent.append  # type: ignore[method-assign]  # the wire is not under test
+    from voxassay.systems.duplex.realtime_protocol import StreamResampler
+
+    link._sr = 16_000
+    link._down = StreamResampler(8000, 16_000)
+    tone = (3000 * np.sin(np.arange(1600) / 5)).astype(np.int16)
+    payload = base64.b64encode(mulaw_encode(tone)).decode()
+    for name in ("m1", "m2"):
+        link._receive(json.dumps({"event": "media", "media": {"payload": payload}}))
+        link._receive(json.dumps({"event": "mark", "mark": {"name": name}}))
+        assert link._burst is not None
+        link._end_burst(link._burst)  # the gap that ends a burst
+        link._burst = None
+    assert not sent  # nothing has played
+    link._receive(json.dumps({"event": "clear"}))
+    assert [m["mark"]["name"] for m in sent if m["event"] == "mark"] == ["m1", "m2"]
+    # a redial opens a new stream: its start is message 1
+    link._seq = 196
+    link._run = lambda coro, timeout: coro.close()  # type: ignore[method-assign,assignment]
+    sent.clear()
+    link._open_stream()
+    (start,) = [m for m in sent if m.get("event") == "start"]
+    assert start["sequenceNumber"] == "1"

@@ -239,6 +239,7 @@ class TwilioStreamLink(LinkBase):
             self._error("connect", f"cannot connect to {self.info['url']}: {describe_error(exc)}")
             return
         self._count("connections")
+        self._seq = 0  # each stream's messages count from 1 (a redial is a new stream)
         self._stream_sid = "MZ" + uuid.uuid4().hex
         self._sids.append(self._stream_sid)
         self._call_sid = self._call_sid or "CA" + uuid.uuid4().hex
@@ -323,6 +324,16 @@ class TwilioStreamLink(LinkBase):
         with self._lock:
             burst = self._playing()
             self._burst = None
+            # every queued burst before the playing one goes too; its marks are echoed
+            # first, in the order their audio was queued
+            earlier = [
+                b for b in self._bursts.values() if b is not burst and not b.played_out and b.marks
+            ]
+            for b in earlier:
+                b.played_out = True
+                names = [n for n, _ in b.marks]
+                b.marks.clear()
+                self._echo_marks(names, b.rid)
         if burst is None:
             return
         burst.played_out = True
