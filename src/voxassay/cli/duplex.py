@@ -305,7 +305,10 @@ def gate_cmd(
     """Check a duplex run against an acceptance matrix and recommend one release action.
 
     Per gate: preconditions (measured, enough samples per split, failures replayable,
-    versions recorded), evidence level, then threshold. Prints the gate table and the
+    versions recorded), evidence level, then threshold. Enough samples is the gate's min_n,
+    by default 5 for a p50, 59 for a p95, 299 for a p99 (the smallest n whose maximum bounds
+    the percentile at 95 % confidence), 30 for a rate and 1 for a count or value; the gate
+    table's n/need column shows it. Prints the gate table and the
     recommendation (roll_back > block > keep_in_shadow > collect_more_data > ship) with
     its reasons; writes RUN/gate.json, gate.md, gate.txt and gate.junit.xml (as `duplex run
     --matrix` does), embeds the gate in RUN/report.json and prints RUN last.

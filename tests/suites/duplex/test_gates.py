@@ -902,3 +902,22 @@ def test_matrix_mistakes_are_found_before_any_work(tmp_path: Path) -> None:
     assert not out.exists()
     checked = CliRunner().invoke(cli, ["duplex", "validate", str(bad)])
     assert checked.exit_code == 1 and f"{bad}:5: error" in checked.output
+
+
+def test_the_default_min_n_is_shown_where_it_decides() -> None:
+    """The hidden default min_n is in `duplex gate --help` (the same figures as the code) and in
+    the reason of a gate it held back (issue 32, statistics)."""
+    from voxassay.contracts.duplex.matrix import DEFAULT_MIN_N, Statistic
+
+    res = CliRunner().invoke(cli, ["duplex", "gate", "--help"])
+    text = " ".join(res.output.split())
+    for stat, words in (
+        (Statistic.P50, "for a p50"),
+        (Statistic.P95, "for a p95"),
+        (Statistic.P99, "for a p99"),
+        (Statistic.RATE, "for a rate"),
+    ):
+        assert f"{DEFAULT_MIN_N[stat]} {words}" in text, (stat, text)
+    m = matrix(gate(id="lat", metric="lat_ms", statistic="p95", threshold=1000))
+    (r,) = evaluate_matrix(m, table({"lat_ms": latencies(100, n=10, sessions=5)})).gates
+    assert any("min_n 59: the default for a p95 gate" in why for why in r.reasons), r.reasons

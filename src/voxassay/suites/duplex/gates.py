@@ -228,7 +228,14 @@ def _evaluate_gate(
             f"{'overall' if g.split is None else f'{g.split}={g.name}'}: n = {g.n} < {need}"
             for g in short
         )
-        reasons.append(f"too few samples for a {gate.statistic} gate ({detail}): collect more data")
+        origin = (
+            f"min_n {need} set by the matrix"
+            if gate.min_n is not None
+            else f"min_n {need}: the default for a {gate.statistic} gate; set min_n to change it"
+        )
+        reasons.append(
+            f"too few samples for a {gate.statistic} gate ({detail}; {origin}): collect more data"
+        )
     else:
         detail = f"n >= {need} in {len(groups)} group(s)"
     if split_notes:
