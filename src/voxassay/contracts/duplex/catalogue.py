@@ -149,6 +149,11 @@ def _count(name: str, text: str, **kw: object) -> MetricDef:
     )
 
 
+PER_HOUR_MIN_MINUTES = 10
+"""Below this much session audio no view gives an events-per-hour rate: it would extrapolate a
+few events (one rule for every table and note)."""
+
+
 def _per_hour(name: str, rate: str) -> MetricDef:
     return MetricDef(
         name=name,

@@ -142,11 +142,16 @@ def _rate_row(
     if e.get("ci_low") is not None and e.get("ci_high") is not None:
         summary += f" [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
     if "per_hour" in e:
-        summary += (
-            f"; {_fmt(e['per_hour'], 2)}/h over {float(e.get('hours') or 0):.3f} h"
-            if e["per_hour"] is not None
-            else "; per hour –"
-        )
+        hours = float(e.get("hours") or 0)
+        if hours * 60 < catalogue.PER_HOUR_MIN_MINUTES:
+            summary += (
+                f"; per hour withheld ({hours * 60:.1f} min of audio < "
+                f"{catalogue.PER_HOUR_MIN_MINUTES} min)"
+            )
+        elif e["per_hour"] is not None:
+            summary += f"; {_fmt(e['per_hour'], 2)}/h over {hours:.3f} h"
+        else:
+            summary += "; per hour –"
     note = ""
     if m.name in AFTER_BREAK_RATES:
         na = int(e.get("not_assessable") or 0)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from voxassay.contracts.duplex.catalogue import PER_HOUR_MIN_MINUTES
 from voxassay.contracts.duplex.scorecard import (
     GroupCard,
     LatencyEntry,
@@ -57,10 +58,6 @@ def given(model: BaseModel, key: str, default: Any = None) -> Any:
 
 def _ci(lo: Any, hi: Any) -> str:
     return ci_text(lo, hi)
-
-
-PER_HOUR_MIN_MINUTES = 10
-"""Below this much session audio the views withhold events-per-hour rates."""
 
 
 def _rate_note(e: RateEntry) -> str:
