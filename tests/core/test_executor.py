@@ -128,3 +128,47 @@ def test_duplex_runs_a_distributed_executor_cannot_serve_are_usage_errors(
     res = CliRunner().invoke(cli, [*base, "--ship-audio"])
     assert res.exit_code == 2 and "distributed executor" in res.output, res.output
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.live  # a driver process and its workers
+def test_process_workers_die_with_a_killed_driver(tmp_path: Path) -> None:
+    """``kill -9`` of the driver takes its process workers with it (they were orphaned and went
+    on computing; issue 32 item 10)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    driver = (
+        "import os, time\n"
+        "from voxassay.core.execution import make_executor\n"
+        "from tests.helpers.sleepy import make\n"
+        "for _ in make_executor('process', 2).map_unordered(make, list(range(40))): pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SLEEPY_PIDS": str(pids)}
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, cwd=REPO)
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = [int(p.name) for p in pids.iterdir()]
+    assert len(workers) == 2, "the workers never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [w for w in workers if _alive(w)]
+        time.sleep(0.05)
+    assert not alive, f"workers {alive} outlived their driver"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -9,6 +9,7 @@ model) and a list of tasks, and yields results as they finish (unordered). Suite
 
 from __future__ import annotations
 
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -138,9 +139,29 @@ class ThreadExecutor(Executor[Any, Any]):
 _process_worker: Callable[[Any], Any] | None = None
 
 
-def _process_init(make_worker: WorkerFactory) -> None:
+def _process_init(make_worker: WorkerFactory, parent: int | None = None) -> None:
     global _process_worker
+    if parent is not None:
+        _die_with(parent)
     _process_worker = make_worker()
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel kills this worker when the driver that started it dies, however it
+    dies (``kill -9`` leaves no chance to clean up; orphaned workers went on computing).
+    ``PR_SET_PDEATHSIG`` is per creating thread: the pool is made and used by one thread."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the driver died before the signal was armed
+        os._exit(1)
 
 
 def _process_call(task: Any) -> Any:
@@ -170,7 +191,7 @@ class ProcessExecutor(Executor[Any, Any]):
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_process_init,
-            initargs=(make_worker,),
+            initargs=(make_worker, os.getpid()),
         ) as pool:
             yield from _drain(
                 pool,
