@@ -16,6 +16,7 @@ from tests.helpers.typed import voxassay as _code
 from voxassay.cli.main import cli
 
 DEEP = "[" * 5000 + "]" * 5000
+PLAIN = "python:tests.helpers.engines:plain"
 AMI = SHARED / "real_conversations" / "ami_es2004a"
 
 
@@ -23,14 +24,7 @@ def test_a_deep_manifest_line_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "m.jsonl").write_text('{"id": "a", "audio_filepath": "a.wav"}\n' + DEEP + "\n")
-    args = [
-        "asr",
-        "run",
-        "-m",
-        str(tmp_path / "m.jsonl"),
-        "-s",
-        "python:tests.helpers.engines:plain",
-    ]
+    args = ["asr", "run", "-m", str(tmp_path / "m.jsonl"), "-s", PLAIN]
     code, said = _code([*args, "-o", str(tmp_path / "r")], capsys)
     assert code == 2 and "m.jsonl:2:" in said and "nested too deeply" in said, said
     assert "Traceback" not in said
@@ -97,14 +91,7 @@ def test_an_unreachable_ray_cluster_is_exit_1_at_once_with_no_run_folder(
         port = s.getsockname()[1]
     (tmp_path / "m.jsonl").write_text('{"id": "a", "audio_filepath": "a.wav", "text": "x"}\n')
     out = tmp_path / "runs"
-    base = [
-        "asr",
-        "run",
-        "-m",
-        str(tmp_path / "m.jsonl"),
-        "-s",
-        "python:tests.helpers.engines:plain",
-    ]
+    base = ["asr", "run", "-m", str(tmp_path / "m.jsonl"), "-s", PLAIN]
     base += ["--executor", "ray", "-o", str(out)]
     code, said = _code([*base, "--ray-address", f"127.0.0.1:{port}"], capsys)
     assert code == 1 and "cannot be reached" in said and "Traceback" not in said, said

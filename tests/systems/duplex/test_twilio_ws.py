@@ -131,17 +131,23 @@ def test_a_call_over_media_streams_plays_cuts_and_echoes_marks() -> None:
     assert res.end.info["twilio"]["bursts"] >= 1
 
 
-def test_a_mark_after_played_audio_is_echoed_and_clear_echoes_pending_marks() -> None:
+def _offline_link() -> tuple[TwilioStreamLink, list[dict[str, Any]], str]:
+    """A link whose sends are collected (the wire is not under test) and a media payload of
+    0.2 s of tone at 8 kHz mu-law."""
+    from voxassay.systems.duplex.realtime_protocol import StreamResampler
+
     link = TwilioStreamLink("ws://127.0.0.1:9/media")
     sent: list[dict[str, Any]] = []
     link._connected = True
-    link._send = sent.append  # type: ignore[method-assign]  # the wire is not under test
-    from voxassay.systems.duplex.realtime_protocol import StreamResampler
-
+    link._send = sent.append  # type: ignore[method-assign]
     link._sr = 16_000
     link._down = StreamResampler(8000, 16_000)
     tone = (3000 * np.sin(np.arange(1600) / 5)).astype(np.int16)
-    payload = base64.b64encode(mulaw_encode(tone)).decode()
+    return link, sent, base64.b64encode(mulaw_encode(tone)).decode()
+
+
+def test_a_mark_after_played_audio_is_echoed_and_clear_echoes_pending_marks() -> None:
+    link, sent, payload = _offline_link()
     link._receive(json.dumps({"event": "media", "media": {"payload": payload}}))
     link._receive(json.dumps({"event": "mark", "mark": {"name": "end-1"}}))
     assert not sent  # its audio has not played yet
@@ -155,16 +161,7 @@ def test_clear_echoes_every_pending_mark_in_buffer_order_and_a_redial_counts_fro
     """Two bursts queued, a mark after each, then ``clear``: both marks come back, the first
     burst's first (it used to stay pending behind the second's). A new stream (a redial)
     numbers its messages from 1 again (it went on at 197). Issue 32 item 10."""
-    link = TwilioStreamLink("ws://127.0.0.1:9/media")
-    sent: list[dict[str, Any]] = []
-    link._connected = True
-    link._send = sent.append  # type: ignore[method-assign]  # the wire is not under test
-    from voxassay.systems.duplex.realtime_protocol import StreamResampler
-
-    link._sr = 16_000
-    link._down = StreamResampler(8000, 16_000)
-    tone = (3000 * np.sin(np.arange(1600) / 5)).astype(np.int16)
-    payload = base64.b64encode(mulaw_encode(tone)).decode()
+    link, sent, payload = _offline_link()
     for name in ("m1", "m2"):
         link._receive(json.dumps({"event": "media", "media": {"payload": payload}}))
         link._receive(json.dumps({"event": "mark", "mark": {"name": name}}))
