@@ -104,3 +104,39 @@ def test_an_unreachable_ray_cluster_is_exit_1_at_once_with_no_run_folder(
     code, said = _code([*base, "--ray-address", "auto"], capsys)
     assert code == 1 and "no Ray cluster found" in said, said
     assert not out.exists()
+
+
+def test_a_gzip_bomb_or_a_corrupt_gzip_is_an_input_error_in_bounded_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cuts file that expands 1000x into one endless line is refused without being
+    expanded whole (it peaked at 2.1 GB); a corrupt gzip stream is an input error, not a
+    traceback (issue 32 item 10)."""
+    import gzip
+    import tracemalloc
+
+    from voxassay.core.errors import InputError
+    from voxassay.core.manifests import read_items
+
+    bomb = tmp_path / "cuts.jsonl.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        fh.write(b"\0" * (64 << 20))  # 64 MiB on one line, about 64 KB on disk
+    assert bomb.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="over 8 MiB"):
+            read_items(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak  # never the whole 64 MiB
+    code, said = _code(
+        ["asr", "run", "-m", str(bomb), "-s", PLAIN, "-o", str(tmp_path / "r")], capsys
+    )
+    assert code == 2 and "not a lhotse cut" in said, said
+    corrupt = tmp_path / "bad.jsonl.gz"
+    corrupt.write_bytes(gzip.compress(b'{"id": "a"}\n' * 1000)[:40] + b"garbage" * 10)
+    code, said = _code(
+        ["asr", "run", "-m", str(corrupt), "-s", PLAIN, "-o", str(tmp_path / "r")], capsys
+    )
+    assert code == 2 and "not a readable gzip file" in said and "Traceback" not in said, said

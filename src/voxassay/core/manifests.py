@@ -17,7 +17,8 @@ import gzip
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterable, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -565,14 +566,31 @@ def _read_hf(path: Path, columns: dict[str, str]) -> list[Item]:
     return items
 
 
-def _lhotse_lines(path: Path) -> list[tuple[int, bytes]]:
-    raw = path.read_bytes()
-    if path.name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{path}: not a readable gzip file: {exc}") from None
-    return [(n, ln) for n, ln in enumerate(raw.split(b"\n"), start=1) if ln.strip()]
+MAX_CUT_LINE_BYTES = 8 << 20
+"""A lhotse cut line longer than this (decompressed) is refused: no real cut is this large,
+and a gzip bomb expands to one endless line."""
+MAX_PROBLEMS = 1000
+"""A manifest reader stops after this many problems (each with its line)."""
+
+
+def _lhotse_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The non-empty lines of a cuts file, decompressed as they are read (a gzip file is never
+    expanded whole in memory); a corrupt gzip stream or an endless line is an ``InputError``."""
+    opener: Callable[..., Any] = gzip.open if path.name.endswith(".gz") else open
+    n = 0
+    try:
+        with opener(path, "rb") as fh:
+            while line := fh.readline(MAX_CUT_LINE_BYTES + 1):
+                n += 1
+                if len(line) > MAX_CUT_LINE_BYTES:
+                    raise InputError(
+                        f"{path}:{n}: a line over {MAX_CUT_LINE_BYTES >> 20} MiB decompressed: "
+                        "not a lhotse cut (a corrupt or hostile file?)"
+                    )
+                if line.strip():
+                    yield n, line.rstrip(b"\n")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: not a readable gzip file (line {n + 1}): {exc}") from None
 
 
 def _lhotse_cut(cut: Any, line: int) -> dict[str, Any]:
@@ -651,6 +669,9 @@ def _read_lhotse(path: Path, columns: dict[str, str]) -> list[Item]:
             problems.append((line, f"not a JSON line: {exc}"))
         except (ValueError, TypeError) as exc:
             problems.append((line, str(exc)))
+        if len(problems) >= MAX_PROBLEMS:
+            problems.append((line, f"stopped after {MAX_PROBLEMS} problems"))
+            break
     if problems:
         raise ManifestError(str(path), problems)
     return _collect(path, rows, lambda o: o, "line", path.parent)
