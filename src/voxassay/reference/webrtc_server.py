@@ -268,6 +268,8 @@ class WebRTCAgentServer(ServesInThread):
         try:
             async with asyncio.timeout(10):
                 status, body, headers = await self._request(reader)
+        except asyncio.LimitOverrunError:  # a request or header line over the 64 KiB limit
+            status, body = 431, b"a request line or header is too long\n"
         except (TimeoutError, ValueError, asyncio.IncompleteReadError, ConnectionError) as exc:
             body = f"bad request: {exc}\n".encode()
         reason = {
@@ -277,6 +279,7 @@ class WebRTCAgentServer(ServesInThread):
             404: "Not Found",
             405: "Method Not Allowed",
             413: "Payload Too Large",
+            431: "Request Header Fields Too Large",
             503: "Service Unavailable",
         }.get(status, "Error")
         head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}", "Connection: close"]

@@ -165,3 +165,21 @@ def test_a_webrtc_call_plays_the_answer_and_the_cut_in_stops_it() -> None:
     assert info["transport"] == "webrtc" and "Opus" in info["framing"] and info["jitter_buffer"]
     assert info["barge_in"] == "server" and info["barge_in_source"] == "protocol default"
     assert ends and ends[0].info is not None  # the server's session ended too
+
+
+def test_an_overlong_header_line_gets_a_431_and_the_server_goes_on() -> None:
+    """A 64 KiB header line (over the reader's limit) is answered 431, not an unhandled
+    exception without a reply; the next request is served (issue 32 item 10)."""
+    import socket
+
+    with served() as (server, _):
+        for header in (b"X-Long: " + b"a" * (70 * 1024), b"X-Short: a"):
+            with socket.create_connection((server.host, server.port), timeout=10) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n")
+                reply = s.recv(4096)
+            status = reply.split(b"\r\n", 1)[0]
+            assert status == (
+                b"HTTP/1.1 431 Request Header Fields Too Large"
+                if header.startswith(b"X-Long")
+                else b"HTTP/1.1 404 Not Found"
+            ), reply
