@@ -175,26 +175,26 @@ def test_meeting_floor_holders_found_and_headsets_hear_each_other(meeting: dict[
     assert meeting["edges"]["median_ms"] <= 25.0
 
 
+def _exchange_args() -> list[str]:
+    """``duplex score`` of the FEE013 (user) / FEE016 (agent) exchange (skips without AMI)."""
+    if not (AMI / "truth.rttm").exists():
+        pytest.skip(f"AMI truth not found at {AMI} (../shared/real_conversations)")
+    return [
+        "duplex",
+        "score",
+        "--user",
+        str(AMI / "FEE013.wav"),
+        "--agent",
+        str(AMI / "FEE016.wav"),
+    ]
+
+
 def test_a_real_two_person_exchange_scored_from_its_recording(tmp_path: Path) -> None:
     """FEE013 (user) talks 7.4-29.8 s while FEE016 (agent) gives three short backchannels,
     then FEE016 takes the floor at 29.78 s with ~10 ms of overlap. Both wearers were already
     talking when the excerpt begins. Scored as a user would (``--user``/``--agent``)."""
-    if not (AMI / "truth.rttm").exists():
-        pytest.skip(f"AMI truth not found at {AMI} (../shared/real_conversations)")
     out = tmp_path / "runs"
-    res = CliRunner().invoke(
-        cli,
-        [
-            "duplex",
-            "score",
-            "--user",
-            str(AMI / "FEE013.wav"),
-            "--agent",
-            str(AMI / "FEE016.wav"),
-            "-o",
-            str(out),
-        ],
-    )
+    res = CliRunner().invoke(cli, [*_exchange_args(), "-o", str(out)])
     assert res.exit_code == 0, res.output
     (report,) = out.glob("*/report.json")
     call = json.loads(report.read_text())["sessions"][0]
@@ -266,17 +266,8 @@ def test_the_asr_hears_the_short_sounds_of_a_real_exchange(tmp_path: Path) -> No
     backchannel, the floor transfer is still the one measured latency; the choice is in
     run.json and the cost is printed."""
     pytest.importorskip("faster_whisper", reason="pip install 'voxassay[faster-whisper]'")
-    if not (AMI / "truth.rttm").exists():
-        pytest.skip(f"AMI truth not found at {AMI} (../shared/real_conversations)")
     out = tmp_path / "runs"
-    args = [
-        "duplex",
-        "score",
-        "--user",
-        str(AMI / "FEE013.wav"),
-        "--agent",
-        str(AMI / "FEE016.wav"),
-    ]
+    args = _exchange_args()
     res = CliRunner().invoke(cli, [*args, "--asr", "faster-whisper", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert re.search(r"asr: \d+ short sound\(s\), [\d.]+ s of audio, transcribed in", res.output)
