@@ -7,7 +7,6 @@ every finished record; a half-written last line is detected on load, reported an
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import hashlib
 import json
 import os
@@ -179,6 +178,10 @@ class RunStore:
         """Become the run's only writer (an exclusive ``flock`` on ``.writer.lock`` holding
         this PID; the kernel drops it when the process ends, however it ends). ``InputError``
         naming the holder's PID when another process writes the run."""
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): one writer is not enforced there
+            return
         key = str(self.path.resolve())
         if key in _HELD:
             return
@@ -200,6 +203,8 @@ class RunStore:
         """Give up the writer lock (the run is finished or closed)."""
         fd = _HELD.pop(str(self.path.resolve()), None)
         if fd is not None:
+            import fcntl
+
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
