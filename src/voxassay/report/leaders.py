@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from voxassay.report.html import ci_text, fmt
 from voxassay.stats.intervals import paired_bootstrap_ratio_diff
 
 Unit = tuple[float, float, object]
@@ -69,17 +70,11 @@ def paired_leader(
     return {"best": best, "leader": leader, "method": METHOD, "vs": vs}
 
 
-def _num(v: float | None, digits: int) -> str:
-    return "–" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
-
-
 def _paired_text(v: Mapping[str, Any], digits: int) -> str:
     if v.get("ci_lo") is None:
         return f"paired difference not estimable on {v['n']} shared item(s)"
-    return (
-        f"paired difference {_num(v['diff'], digits)} [{_num(v['ci_lo'], digits)}, "
-        f"{_num(v['ci_hi'], digits)}] on {v['n']} shared item(s)"
-    )
+    interval = ci_text(v["ci_lo"], v["ci_hi"], digits)
+    return f"paired difference {fmt(v['diff'], digits)} {interval} on {v['n']} shared item(s)"
 
 
 def leader_text(
@@ -96,7 +91,7 @@ def leader_text(
     if best is None:
         return f"On {what}, nothing was measured."
     label = names.get(best, best)
-    own = f"{label} {_num(points.get(best), digits)}"
+    own = f"{label} {fmt(points.get(best), digits)}"
     vs = list(result.get("vs") or [])
     if not vs:
         return f"On {what}, only {own} was measured: no comparison, no leader."
@@ -104,12 +99,12 @@ def leader_text(
         close = min(vs, key=lambda v: abs(v["diff"] or 0.0))
         rival = names.get(close["system"], close["system"])
         return (
-            f"On {what}, {label} leads: {_num(points.get(best), digits)} vs {rival} "
-            f"{_num(points.get(close['system']), digits)} ({_paired_text(close, digits)})."
+            f"On {what}, {label} leads: {fmt(points.get(best), digits)} vs {rival} "
+            f"{fmt(points.get(close['system']), digits)} ({_paired_text(close, digits)})."
         )
     tied = [v for v in vs if not v["separated"]]
     parts = "; ".join(
-        f"{names.get(v['system'], v['system'])} {_num(points.get(v['system']), digits)} "
+        f"{names.get(v['system'], v['system'])} {fmt(points.get(v['system']), digits)} "
         f"({_paired_text(v, digits)})"
         for v in tied[:3]
     )

@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from voxassay.report.html import ci_text, fmt
+
 __all__ = ["Estimate", "display_names", "leader", "leader_sentence", "short_name"]
 
 
@@ -53,13 +55,9 @@ def leader(
     return best, [best]
 
 
-def _fmt(v: float | None, digits: int) -> str:
-    return "–" if v is None else f"{v:.{digits}f}"
-
-
 def _with_ci(e: Estimate, digits: int) -> str:
-    ci = f" [{_fmt(e.lo, digits)}, {_fmt(e.hi, digits)}]" if e.lo is not None else ""
-    return f"{_fmt(e.value, digits)}{ci}"
+    ci = f" {ci_text(e.lo, e.hi, digits)}" if e.lo is not None else ""
+    return f"{fmt(e.value, digits)}{ci}"
 
 
 def leader_sentence(
