@@ -256,10 +256,13 @@ class _Session:
         self.calls = 0
         self.next_frame = 0
         self.dead: str | None = None
-        self.connect_failed = False
-        """The agent's transport logged a failed connection (``session.error`` kind connect)."""
+        self.start_failure: tuple[str, str] | None = None
+        """(kind, reason) of the first ``session.error`` the agent's transport logged for a
+        connection or configuration that failed (kinds ``connect``, ``config``)."""
         self.took_part = False
         """The agent produced something other than an error."""
+        self.no_agent: dict[str, str] | None = None
+        """Why no agent took part, when none did (``stats["no_agent"]``)."""
         self.t_start = time.monotonic_ns()
         self.pacing: list[float] = []
         self.skipped_late = 0
@@ -438,24 +441,29 @@ class _Session:
             self._call(ns, lambda t: self.agent.on_tool_result(call.call_id, result, error, t))
 
     def _no_agent(self, now: int) -> bool:
-        """The agent has taken no part and cannot: it crashed before any call returned, or its
-        transport could not connect and it produced nothing else. The session ends (logged);
-        the runner records it as an error, never a score."""
-        gone = (self.dead is not None and self.calls == 0) or (
-            self.connect_failed and not self.took_part
-        )
-        if gone:
+        """The agent has taken no part and cannot: it raised before any call returned
+        (``kind`` raised), or its transport could not connect or start (``connect``,
+        ``config``) and it produced nothing else. The session ends (logged) and says why in
+        ``no_agent``; the runner records it as an error, never a score."""
+        if self.dead is not None and self.calls == 0:
+            self.no_agent = {"kind": "raised", "reason": self.dead}
+        elif self.start_failure is not None and not self.took_part:
+            kind, reason = self.start_failure
+            self.no_agent = {"kind": kind, "reason": reason}
+        if self.no_agent is not None:
             self.log(
                 "session.error",
                 now,
                 reason="no agent took part: the session ended early",
                 data={"kind": "no_agent"},
             )
-        return gone
+        return self.no_agent is not None
 
     def _output(self, ns: int, out: AgentOutput) -> None:
         if isinstance(out, AgentEvent) and out.event_type == "session.error":
-            self.connect_failed |= out.data.get("kind") == "connect"
+            kind = str(out.data.get("kind"))
+            if kind in ("connect", "config") and self.start_failure is None:
+                self.start_failure = (kind, str(out.reason or ""))
         else:
             self.took_part = True
         sample = self._sample(ns)
@@ -733,6 +741,7 @@ class _Session:
                 "agent_compute_s": round(self.compute_s, 4),
                 "compute": self.cfg.compute if self.cfg.clock == "virtual" else "real",
                 "clock": self.cfg.clock,
+                **({"no_agent": self.no_agent} if self.no_agent else {}),
                 **({"pacing_error_ms": _pacing_summary(self.pacing)} if self.pacing else {}),
                 **({"late_events_outside": self.skipped_late} if self.skipped_late else {}),
             },

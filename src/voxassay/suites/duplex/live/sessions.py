@@ -336,37 +336,24 @@ _UNREACHABLE = (
     "ConnectionResetError",
     "TimeoutError",
     "OSError",
-    "InvalidURI",
-    "InvalidHandshake",
-    "InvalidStatus",
     "gaierror",
 )
+"""Exceptions that mean the agent could not be reached (an in-process agent's backend)."""
 
 
 def never_reached(result: Any) -> tuple[str, str] | None:
-    """``(kind, message)`` when no agent took part in the session (a ``SessionResult``), None
-    when one did. ``unreachable``: the transport logged a connection failure (``session.error``
-    of kind ``connect``: refused, reset, timed out, no such host, a failed handshake), or the
-    agent raised such an error before any call returned, and the agent then produced nothing
-    but errors and no audio. ``agent-start``: it failed otherwise before any call returned
-    (a missing key, a crash in its start)."""
-    crashed = result.end.info.get("crashed")
-    if crashed and int(result.stats.get("agent_calls") or 0) == 0:
-        name = str(crashed).split(":", 1)[0]
-        if name in _UNREACHABLE or "Connect" in name:
-            return "unreachable", f"the agent could not be reached: {crashed}"
-        return "agent-start", f"the agent failed before it took part: {crashed}"
-    own = [e for e in result.events if e.producer == "agent"]
-    errors = [e for e in own if e.event_type == "session.error"]
-    if not errors or len(errors) < len(own) or bool(result.output.any()):
+    """``(kind, message)`` when no agent took part in the session (the session's
+    ``stats["no_agent"]``), None when one did: ``unreachable`` for a connection that failed
+    (the transport's ``connect`` error, or a connection error raised before any call
+    returned), ``agent-start`` for anything else (a missing key, a crash in its start)."""
+    why = result.stats.get("no_agent")
+    if not why:
         return None
-    kinds = {str((e.data or {}).get("kind")) for e in errors}
-    first = str(errors[0].reason or "")
-    if "connect" in kinds:
-        return "unreachable", f"the agent could not be reached: {first}"
-    if "config" in kinds:
-        return "agent-start", f"the agent could not start: {first}"
-    return None
+    kind, reason = str(why["kind"]), str(why["reason"])
+    raised = reason.split(":", 1)[0]
+    if kind == "connect" or (kind == "raised" and (raised in _UNREACHABLE or "Connect" in raised)):
+        return "unreachable", f"the agent could not be reached: {reason}"
+    return "agent-start", f"the agent failed before it took part: {reason}"
 
 
 def _error(sc: Scenario, agent: str, r: int, kind: str, message: str, started: str) -> Record:
