@@ -251,8 +251,11 @@ def read_items(
     fmt = format or detect_format(path)
     if columns and fmt not in ("csv", "tsv", "audiofolder", "hf"):
         raise InputError(f"--columns applies to csv, tsv, audiofolder and hf, not {fmt}")
-    reader: Callable[..., list[Item]] = _READERS[fmt]
-    items = reader(path, columns or {})
+    mapping: dict[str, str] | None = None
+    if fmt in ("csv", "tsv"):  # a table: its column mapping is part of the read
+        items, mapping, header = _read_table(path, columns or {}, "," if fmt == "csv" else "\t")
+    else:
+        items = _READERS[fmt](path, columns or {})
     if require_text:
         missing = [it.id for it in items if it.text is None]
         if missing:
@@ -262,18 +265,10 @@ def read_items(
     if not items:
         raise InputError(f"manifest {path} has no items")
     read = ManifestRead(items, fmt, format is None, path, source_sha256(path))
-    if fmt in ("csv", "tsv"):
-        header = _header(path, "," if fmt == "csv" else "\t")
-        mapping = _column_map(header, columns or {}, str(path))
+    if mapping is not None:
         used = {*mapping.values(), *LABEL_COLUMNS}
         read = replace(read, columns=mapping, unmapped=tuple(h for h in header if h not in used))
     return read
-
-
-def _header(path: Path, delimiter: str) -> list[str]:
-    """A table's header row."""
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        return next(csv.reader(fh, delimiter=delimiter), [])
 
 
 def source_sha256(path: str | Path) -> str:
@@ -382,7 +377,10 @@ def _row_object(row: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     return obj
 
 
-def _read_delimited(path: Path, columns: dict[str, str], delimiter: str) -> list[Item]:
+def _read_table(
+    path: Path, columns: dict[str, str], delimiter: str
+) -> tuple[list[Item], dict[str, str], list[str]]:
+    """A CSV/TSV table's items, the column mapping chosen and the header."""
     raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
     try:
         text = raw.decode("utf-8")
@@ -401,21 +399,14 @@ def _read_delimited(path: Path, columns: dict[str, str], delimiter: str) -> list
                 str(path), [(reader.line_num, f"more fields than the header's {len(header)}")]
             )
         rows.append((reader.line_num, row))
-    return _collect(path, rows, lambda r: _row_object(r, mapping), "line", path.parent)
-
-
-def _read_csv(path: Path, columns: dict[str, str]) -> list[Item]:
-    return _read_delimited(path, columns, ",")
-
-
-def _read_tsv(path: Path, columns: dict[str, str]) -> list[Item]:
-    return _read_delimited(path, columns, "\t")
+    items = _collect(path, rows, lambda r: _row_object(r, mapping), "line", path.parent)
+    return items, mapping, header
 
 
 def _read_audiofolder(path: Path, columns: dict[str, str]) -> list[Item]:
     meta_csv, meta_jsonl = path / "metadata.csv", path / "metadata.jsonl"
     if meta_csv.exists():
-        return _read_delimited(meta_csv, columns or {"audio": "file_name"}, ",")
+        return _read_table(meta_csv, columns or {"audio": "file_name"}, ",")[0]
     from voxassay.core.items import read_json_objects
 
     rows, problems = read_json_objects(meta_jsonl)
@@ -677,11 +668,9 @@ def _read_lhotse(path: Path, columns: dict[str, str]) -> list[Item]:
     return _collect(path, rows, lambda o: o, "line", path.parent)
 
 
-_READERS: dict[str, Callable[[Path, dict[str, str]], list[Item]]] = {
+_READERS: dict[str, Callable[[Path, dict[str, str]], list[Item]]] = {  # tables: _read_table
     "jsonl": _read_jsonl,
     "json": _read_json,
-    "csv": _read_csv,
-    "tsv": _read_tsv,
     "kaldi": _read_kaldi,
     "audiofolder": _read_audiofolder,
     "hf": _read_hf,
