@@ -80,6 +80,22 @@ def test_asr_summary_names_the_leader_from_its_report() -> None:
     assert "no clear leader" in wide.sentences[0]
     assert "clean: no clear leader" in wide.sentences[1]
 
+    # a rank change is claimed with the share of bootstrap draws that show it, and only from 95 %
+    moved = copy.deepcopy(rep)
+    cond = moved["rank_stability"]["conditions"][0]
+    cond["rank_shift"] = {"pocketsphinx": -1, "faster-whisper:tiny": 1}
+    cond["rank_shift_share"] = {"pocketsphinx": 0.62, "faster-whisper:tiny": 0.62}
+    assert (
+        "No rank change is clear: the largest, faster-whisper:tiny moves 1 place(s) down under "
+        "noisy (against clean), is seen in only 62% of bootstrap draws."
+    ) in asr_summary(moved).sentences
+    cond["rank_shift_share"] = {"pocketsphinx": 0.97, "faster-whisper:tiny": 0.97}
+    assert any(
+        x.startswith("Largest rank change: faster-whisper:tiny moves 1 place(s) down")
+        and x.endswith("in 97% of bootstrap draws.")
+        for x in asr_summary(moved).sentences
+    )
+
 
 def test_display_names_are_short_and_unique() -> None:
     assert short_name("fast=faster-whisper:tiny") == "fast"

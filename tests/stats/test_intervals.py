@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,3 +76,45 @@ def test_censored_quantile_is_infinite_only_where_it_touches_a_censored_value() 
     assert censored_quantile(vals, 0.5) == pytest.approx(250.0)
     assert censored_quantile(vals, 2 / 3) == pytest.approx(300.0)
     assert censored_quantile(vals, 0.9) == math.inf
+
+
+def _units(wers: dict[str, float], speakers: int = 12, seed: int = 0, noise: float = 0.0) -> Any:
+    """Per system, 3 items per speaker of 20 words at about the given WER."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, tuple[float, float, object]]] = {}
+    for s, w in wers.items():
+        out[s] = {}
+        for i in range(speakers * 3):
+            errs = max(0.0, round(20 * w + rng.normal(0, noise)))
+            out[s][f"u{i}"] = (errs, 20.0, f"spk{i // 3}")
+    return out
+
+
+def test_rank_change_states_its_uncertainty() -> None:
+    from scipy import stats as sps
+
+    from voxassay.stats.ranks import _tau_b, rank_change
+
+    # clearly separated systems in the same order: tau 1 in every draw, no shift anywhere
+    ref = _units({"a": 0.1, "b": 0.3, "c": 0.5})
+    same = rank_change(ref, _units({"a": 0.2, "b": 0.4, "c": 0.6}))
+    assert same.kendall_tau == 1.0 and (same.ci_lo, same.ci_hi) == (1.0, 1.0)
+    assert same.shift == {"a": 0, "b": 0, "c": 0} and max(same.shift_share.values()) == 0.0
+    assert same.units == 12 and same.n_systems == 3
+    # b and c nearly tied under the condition, their point order swapped: a shift of one
+    # place that many draws do not show, and an interval of tau that reaches below 1
+    close = rank_change(ref, _units({"a": 0.1, "b": 0.42, "c": 0.40}, noise=3.0, seed=2))
+    assert close.shift["b"] == 1 and close.shift["c"] == -1
+    assert 0.05 < close.shift_share["b"] < 0.95
+    assert close.ci_lo < close.kendall_tau < 1.0 or close.ci_hi == 1.0
+    # one speaker: the point stands, the interval and shares are not estimable
+    one = rank_change(_units({"a": 0.1, "b": 0.3}, speakers=1), _units({"a": 0.3, "b": 0.1}))
+    assert one.kendall_tau == -1.0 and math.isnan(one.ci_lo) and one.shift_share == {}
+    # the vectorised tau-b is scipy's, ties included
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, size=(5, 40)).astype(float)
+    y = rng.integers(0, 3, size=(5, 40)).astype(float)
+    ours = _tau_b(x, y)
+    for k in range(40):
+        want = sps.kendalltau(x[:, k], y[:, k]).statistic
+        assert (math.isnan(want) and math.isnan(ours[k])) or ours[k] == pytest.approx(want)

@@ -119,7 +119,7 @@ def test_rate_and_count_gates_read_their_statistic() -> None:
         gate(id="dup", metric="dups", statistic="count", comparator="==", threshold=0),
     )
     ok = evaluate_matrix(
-        m, table({"fc_rate": Measurement.rate(1, 40), "dups": Measurement.count(0, 12)})
+        m, table({"fc_rate": Measurement.rate(1, 200), "dups": Measurement.count(0, 12)})
     )
     assert [r.status for r in ok.gates] == [GateStatus.PASS, GateStatus.PASS]
     worse = evaluate_matrix(
@@ -283,6 +283,34 @@ def test_small_n_fails_only_when_the_interval_lies_on_the_failing_side() -> None
     assert one(evaluate_matrix(matrix(rate), table({"r": onef})), "r").status == (
         GateStatus.INSUFFICIENT_N
     )
+
+
+def test_a_rate_gate_passes_on_its_interval_unless_the_matrix_asks_for_the_point() -> None:
+    # 1 false silence in 11 sessions against <= 0.10: point 0.091 meets it, the Wilson interval
+    # [0.016, 0.377] does not; with min_n 10 the sample size is met, so only the interval decides
+    fs = gate(id="fs", metric="fs", statistic="rate", threshold=0.10, min_n=10)
+    m = Measurement.rate(1, 11, [f"s{i}" for i in range(11)])
+    r = one(evaluate_matrix(matrix(fs), table({"fs": m})), "fs")
+    assert r.status == GateStatus.INSUFFICIENT_N and r.threshold_met is True
+    assert any("95 % interval [0.01" in x and "reaches past <= 0.1" in x for x in r.reasons)
+    assert evaluate_matrix(matrix(fs), table({"fs": m})).recommendation == (
+        Recommendation.COLLECT_MORE_DATA
+    )
+    # the same rate over enough sessions passes: 1 in 60 has upper bound 0.089
+    m60 = Measurement.rate(1, 60, [f"s{i}" for i in range(60)])
+    assert m60.ci["rate"][1] == pytest.approx(0.0886, abs=1e-3)
+    assert one(evaluate_matrix(matrix(fs), table({"fs": m60})), "fs").status == GateStatus.PASS
+    # a lower bound (task success >= 0.8): 10 of 11 is not yet proven, 58 of 60 is
+    ts = gate(id="ts", metric="ts", statistic="rate", comparator=">=", threshold=0.8, min_n=10)
+    ten = Measurement.rate(10, 11, [f"s{i}" for i in range(11)])
+    assert one(evaluate_matrix(matrix(ts), table({"ts": ten})), "ts").status == (
+        GateStatus.INSUFFICIENT_N
+    )
+    many = Measurement.rate(58, 60, [f"s{i}" for i in range(60)])
+    assert one(evaluate_matrix(matrix(ts), table({"ts": many})), "ts").status == GateStatus.PASS
+    # asked for explicitly, the point estimate decides
+    point = gate(id="fs", metric="fs", statistic="rate", threshold=0.10, min_n=10, decide_on="point")
+    assert one(evaluate_matrix(matrix(point), table({"fs": m})), "fs").status == GateStatus.PASS
 
 
 def test_a_zero_tolerance_gate_fails_on_any_event_whatever_n() -> None:

@@ -269,7 +269,9 @@ CATALOGUE: list[MetricDef] = [
         (
             "t(session.resumed or session.connected: interactive again) - t(connection "
             "lost: the first of session.disconnected / network drop). n = losses; never "
-            "back: censored."
+            "back: censored. An outage a scenario scripts (the live session's link fault: "
+            "its session.disconnected / session.resumed carry timed_by: scenario) is not "
+            "paired: its length is the scenario's, not the agent's."
         ),
         pair_groups=("reconnect recovery",),
     ),

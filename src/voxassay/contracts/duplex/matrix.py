@@ -56,6 +56,7 @@ class SplitKey(StrEnum):
 
 
 Comparator = Literal["<=", "<", ">=", ">", "=="]
+DecideOn = Literal["interval", "point"]
 
 
 def _quantile_min_n(q: float, confidence: float = 0.95) -> int:
@@ -94,6 +95,11 @@ class Gate(Strict):
     evidence: EvidenceBasis | None = None
     """Whether recordings' declared provenance counts toward ``min_evidence`` for this gate
     (None: the matrix's ``evidence``)."""
+    decide_on: DecideOn = "interval"
+    """A rate gate passes only when its 95 % Wilson interval lies wholly on the passing side
+    of the threshold (``interval``), or when the point estimate meets it (``point``: asked
+    for explicitly). Other statistics, and zero-tolerance gates (any event fails), read the
+    point estimate either way."""
 
     @property
     def required_n(self) -> int:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from voxassay.stats.ranks import rank_agreement
+from voxassay.stats.ranks import RANK_METHOD, RatioUnit, rank_change
 
 # Accents of speakers whose first language is English (lower-cased label values or words in
 # them). Anything else with an accent label counts as non-native; ``labels.native`` wins.
@@ -151,54 +151,48 @@ def _truthy(v: Any) -> bool:
 
 
 def rank_stability(
-    wer_by_condition: Mapping[str, Mapping[str, float]], reference: str = "clean"
+    units_by_condition: Mapping[str, Mapping[str, Mapping[str, RatioUnit]]],
+    reference: str = "clean",
+    seed: int = 0,
 ) -> dict[str, Any]:
     """How each system's rank moves between the reference condition and every other one.
 
-    ``wer_by_condition[condition][system]`` is corpus WER. For each non-reference
-    condition: Kendall's tau-b and Spearman's rho between the reference ranking and that
-    condition's (1 = same order), and each system's rank there (1 = lowest WER).
-    Needs the reference condition and at least 2 systems; otherwise says why not.
+    ``units_by_condition[condition][system][item]`` is (word errors, reference words,
+    speaker). For each non-reference condition: Kendall's tau-b between the reference
+    ranking and that condition's (1 = same order) with its 95 % cluster-bootstrap interval,
+    and each system's rank shift with the share of bootstrap draws in which its rank differs
+    (``stats.ranks.rank_change``). Needs the reference condition and at least 2 systems;
+    otherwise says why not.
     """
-    if reference not in wer_by_condition:
+    if reference not in units_by_condition:
         return {"status": "not_run", "reason": f"no '{reference}' condition in this run"}
-    ref = wer_by_condition[reference]
-    systems = sorted(ref)
-    if len(systems) < 2:
+    ref = units_by_condition[reference]
+    if len(ref) < 2:
         return {"status": "not_run", "reason": "rank stability needs at least 2 systems"}
-    ranks = {cond: _ranks(vals) for cond, vals in wer_by_condition.items()}
     rows = []
-    for cond, vals in sorted(wer_by_condition.items()):
+    for cond, units in sorted(units_by_condition.items()):
         if cond == reference:
             continue
-        agree = rank_agreement(ref, vals)
+        change = rank_change(ref, units, seed=seed)
         rows.append(
             {
                 "condition": cond,
-                "kendall_tau": agree.kendall_tau,
-                "spearman_rho": agree.spearman_rho,
-                "n_systems": agree.n_systems,
-                "ranks": ranks[cond],
-                "rank_shift": {
-                    s: ranks[cond][s] - ranks[reference][s]
-                    for s in systems
-                    if s in ranks[cond] and s in ranks[reference]
-                },
+                "kendall_tau": change.kendall_tau,
+                "ci_lo": change.ci_lo,
+                "ci_hi": change.ci_hi,
+                "units": change.units,
+                "n_systems": change.n_systems,
+                "rank_shift": change.shift,
+                "rank_shift_share": change.shift_share,
             }
         )
     return {
         "status": "ok",
         "reference": reference,
-        "reference_ranks": ranks[reference],
         "conditions": rows,
-        "note": "tau/rho near 1: same order as on clean audio; low or negative: the ranking "
-        "on clean audio does not predict this condition. With fewer than 4 systems the "
-        "correlations can only take a few values.",
+        "method": RANK_METHOD,
+        "note": "tau near 1: same order as on clean audio; low or negative: the ranking on "
+        "clean audio does not predict this condition. With fewer than 4 systems tau can only "
+        "take a few values; a rank shift is claimed only where at least 95 % of bootstrap "
+        "draws show it.",
     }
-
-
-def _ranks(values: Mapping[str, float]) -> dict[str, int]:
-    finite = sorted(
-        (v, k) for k, v in values.items() if isinstance(v, float | int) and math.isfinite(v)
-    )
-    return {k: i + 1 for i, (_, k) in enumerate(finite)}

@@ -104,17 +104,32 @@ def _group_table(
     return headers, rows
 
 
-RANK_HEADERS = ["condition", "Kendall tau", "Spearman rho", "systems", "rank shift vs clean"]
+RANK_HEADERS = [
+    "condition",
+    "Kendall tau [95 % CI]",
+    "systems",
+    "units",
+    "rank shift vs clean (share of draws with a change)",
+]
+
+
+def _shift_text(c: dict[str, Any]) -> str:
+    shares = c.get("rank_shift_share") or {}
+    return ", ".join(
+        f"{k}: {v:+d}"
+        + (f" ({shares[k]:.0%})" if k in shares else " (share not estimable)")
+        for k, v in (c.get("rank_shift") or {}).items()
+    )
 
 
 def _rank_rows(rs: dict[str, Any]) -> list[list[Any]]:
     return [
         [
             c["condition"],
-            c["kendall_tau"],
-            c["spearman_rho"],
+            f"{fmt(c['kendall_tau'])} {ci_text(c.get('ci_lo'), c.get('ci_hi'))}",
             c["n_systems"],
-            ", ".join(f"{k}: {v:+d}" for k, v in c["rank_shift"].items()),
+            c.get("units", "–"),
+            _shift_text(c),
         ]
         for c in rs["conditions"]
     ]
@@ -177,20 +192,7 @@ def summary(report: dict[str, Any]) -> Summary:
     if per_cond and len(report["systems"]) > 1:
         sentences.append(f"Best per condition ({rule}): " + "; ".join(per_cond) + ".")
     rs = report.get("rank_stability") or {}
-    shifts = [
-        (abs(int(v)), c["condition"], name, int(v))
-        for c in rs.get("conditions") or []
-        for name, v in (c.get("rank_shift") or {}).items()
-    ]
-    if shifts:
-        _, cond, name, v = max(shifts)
-        if v:
-            sentences.append(
-                f"Largest rank change: {names.get(name, name)} moves {abs(v)} place(s) "
-                f"{'down' if v > 0 else 'up'} under {cond} (against clean)."
-            )
-        else:
-            sentences.append("No system changes rank under any condition.")
+    sentences += _rank_sentences(rs, names)
     flagged = []
     for key, title in AUDIT_TITLES.items():
         audit = (report.get("audits") or {}).get(key) or {}
@@ -206,6 +208,29 @@ def summary(report: dict[str, Any]) -> Summary:
     elif report.get("audits"):
         sentences.append("No audit flagged a system.")
     return Summary(sentences[:5], Table(SUMMARY_HEADERS, _systems_summary_rows(report)))
+
+
+def _rank_sentences(rs: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """The largest rank change, claimed only where at least 95 % of bootstrap draws show a
+    change of rank (else said to be unclear, with its share)."""
+    shifts = [
+        (abs(int(v)), c["condition"], name, int(v), (c.get("rank_shift_share") or {}).get(name))
+        for c in rs.get("conditions") or []
+        for name, v in (c.get("rank_shift") or {}).items()
+    ]
+    if not shifts:
+        return []
+    _, cond, name, v, share = max(shifts, key=lambda x: (x[0], x[4] or 0.0))
+    if not v:
+        return ["No system changes rank under any condition."]
+    move = (
+        f"{names.get(name, name)} moves {abs(v)} place(s) {'down' if v > 0 else 'up'} under "
+        f"{cond} (against clean)"
+    )
+    if share is not None and share >= 0.95:
+        return [f"Largest rank change: {move}, in {share:.0%} of bootstrap draws."]
+    seen = "not estimable" if share is None else f"seen in only {share:.0%} of bootstrap draws"
+    return [f"No rank change is clear: the largest, {move}, is {seen}."]
 
 
 def _rank_blocks(rs: dict[str, Any]) -> list[Any]:

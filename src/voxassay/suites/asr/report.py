@@ -115,7 +115,6 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
     keys = group_keys(main_items)
 
     out_systems = []
-    wer_by_condition: dict[str, dict[str, float]] = defaultdict(dict)
     paired: dict[str, dict[str, dict[str, Unit]]] = defaultdict(lambda: defaultdict(dict))
     for spec in systems:
         recs = [r for r in records if r.system == spec and r.id in items]
@@ -148,8 +147,6 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
             for name in sorted(set(buckets) | set(fails), key=_natural):
                 agg = aggregate(buckets.get(name, []), n_failed=fails[name], seed=seed)
                 groups.append({"group": key, "name": name, **agg})
-                if key == "condition":
-                    wer_by_condition[name][spec] = agg["wer"]
         out_systems.append(
             {
                 "system": spec,
@@ -175,7 +172,14 @@ def build_report(store: RunStore, normalizer: str | None = None, seed: int = 0) 
         "group_keys": keys,
         "constructed_items": sum(1 for it in main_items if it.labels.get("constructed")),
         "malformed_record_lines": [{"line": ln, "reason": why} for ln, why in loaded.malformed],
-        "rank_stability": rank_stability(wer_by_condition),
+        "rank_stability": rank_stability(
+            {
+                key.removeprefix("condition:"): by
+                for key, by in paired.items()
+                if key.startswith("condition:")
+            },
+            seed=seed,
+        ),
         "config": {k: v for k, v in config.items() if k not in ("manifest_items",)},
         "notes": _notes(main_items, systems),
     }

@@ -13,7 +13,10 @@ gate, overall and in every value of every ``split_by`` key the run records. The 
   level: low evidence can keep a good number from passing, never hide a bad one; a failure
   below the gate's evidence floor recommends at most ``keep_in_shadow`` and says so.
 - **pass**: n met, the evidence floor met, every failure behind the metric replayable, the
-  run's versions recorded (``run.json``), and the threshold met in every group.
+  run's versions recorded (``run.json``), and the threshold met in every group; a rate gate
+  (``decide_on: interval``, the default) only when, in every group, its 95 % Wilson interval
+  lies wholly on the passing side (1 false silence in 11, [0.016, 0.377], does not pass
+  ``<= 0.10``: insufficient n, collect more data); zero-tolerance gates read their events.
 - **insufficient_n / insufficient_evidence / unknown** otherwise (nothing measured is unknown);
   every blocker is listed in the gate's reasons, and the threshold outcome is shown even when
   it does not decide.
@@ -163,6 +166,26 @@ def _interval_fails(gate: Gate, m: Measurement) -> str | None:
         "==": lo is not None and hi is not None and (lo > t or hi < t),
     }[gate.comparator]
     return f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]" if failing else None
+
+
+def _interval_unproven(gate: Gate, m: Measurement) -> str | None:
+    """For a rate gate deciding on its interval (``decide_on: interval``, not zero-tolerance):
+    the 95 % Wilson interval when it reaches past the threshold on the failing side (a point
+    estimate that meets the threshold is then not yet a pass), else None."""
+    if gate.decide_on != "interval" or m.kind != "rate" or gate.statistic != Statistic.RATE:
+        return None
+    if _zero_tolerance(gate, m) or "rate" not in m.ci:
+        return None
+    lo, hi = m.ci["rate"]
+    t = gate.threshold
+    proven = {
+        "<=": hi is not None and hi <= t,
+        "<": hi is not None and hi < t,
+        ">=": lo is not None and lo >= t,
+        ">": lo is not None and lo > t,
+        "==": True,
+    }[gate.comparator]
+    return None if proven else f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]"
 
 
 def _evaluate_gate(
@@ -355,6 +378,24 @@ def _evaluate_gate(
         status = GateStatus.INSUFFICIENT_N
     elif not replay_ok or prov_problems or not ev_ok:
         status = GateStatus.INSUFFICIENT_EVIDENCE
+    elif threshold_met is True and (
+        unproven := [
+            (g, b)
+            for g, gm in zip(groups, measured_by_group, strict=True)
+            if (b := _interval_unproven(gate, gm)) is not None
+        ]
+    ):
+        status = GateStatus.INSUFFICIENT_N
+        reasons.append(
+            "insufficient evidence for a pass: "
+            + "; ".join(
+                f"{'overall' if g.split is None else f'{g.split}={g.name}'} "
+                f"{fmt_value(g.value, unit)}, 95 % interval {text} reaches past {bound}"
+                for g, text in unproven
+            )
+            + " (a rate gate passes when its whole interval meets the threshold: collect more "
+            "data, or set decide_on: point to gate on the point estimate)"
+        )
     elif threshold_met is True:
         status = GateStatus.PASS
     else:

@@ -253,18 +253,47 @@ def _failure_sentence(card: Scorecard) -> str | None:
     return f"{n} failure(s) found with causal slices{where}; the key failures section replays {sessions} session(s)."
 
 
+def _verdict_text(s: SystemCard) -> str | None:
+    """What one gated system's recommendation rests on: the gates it failed, or, failing none,
+    the evidence floors and sample sizes it still lacks."""
+    if s.gate is None:
+        return None
+    gates = s.gate.gates
+    rec = str(s.gate.recommendation).replace("_", " ")
+    failed = [g.id for g in gates if str(g.status) == "fail"]
+    if failed:
+        return f"{s.system} fails {len(failed)} gate(s) ({', '.join(failed)}): {rec}"
+    floors = sorted({str(g.min_evidence) for g in gates if str(g.status) == "insufficient_evidence"})
+    short = [g.id for g in gates if str(g.status) == "insufficient_n"]
+    unknown = [g.id for g in gates if str(g.status) == "unknown"]
+    lacks = []
+    if floors:
+        n_floor = sum(1 for g in gates if str(g.status) == "insufficient_evidence")
+        lacks.append(f"evidence at {' and '.join(floors)} for {n_floor} gate(s)")
+    if short:
+        lacks.append(f"more sessions for {len(short)} ({', '.join(short)})")
+    if unknown:
+        lacks.append(f"a measurement for {len(unknown)} ({', '.join(unknown)})")
+    if not lacks:
+        return f"{s.system} passes all {len(gates)} gate(s): {rec}"
+    return f"{s.system} fails no gate but lacks {'; '.join(lacks)}: {rec}"
+
+
 def duplex_summary(card: Scorecard) -> Summary:
     """The summary block: verdicts (brief), 3-5 sentences, the headline table."""
     verdicts = [gate_verdict(s.system, s.gate, brief=True) for s in card.systems if s.gate]
     sentences: list[str] = []
+    said = [t for t in (_verdict_text(s) for s in card.systems) if t]
+    if said:
+        sentences.append("; ".join(said) + ".")
     if len(card.systems) == 1:
         sentences.append(_one_system(card, card.systems[0]))
     if len(card.systems) >= 2:
         first = card.systems[0]
         for other in card.systems[1:]:
-            said = _tradeoff(card, first, other)
-            if said:
-                sentences.append(said)
+            trade = _tradeoff(card, first, other)
+            if trade:
+                sentences.append(trade)
     ev = card.evidence
     level = ev.level or "not derived"
     sentences.append(
@@ -277,15 +306,6 @@ def duplex_summary(card: Scorecard) -> Summary:
             else "gates are decided at this level."
         )
     )
-    failing: list[str] = []
-    for s in card.systems:
-        if s.gate is None:
-            continue
-        bad = [g.id for g in s.gate.gates if str(g.status) == "fail"]
-        if bad:
-            failing.append(f"{s.system}: {', '.join(bad)}")
-    if not failing and any(sc.gate is not None for sc in card.systems):
-        sentences.append("No gate failed.")
     failures = _failure_sentence(card)
     if failures:
         sentences.append(failures)

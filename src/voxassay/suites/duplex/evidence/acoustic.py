@@ -420,7 +420,10 @@ def _spans(regions: list[tuple[int, int]], ch: _Channel) -> list[_Span]:
 
 
 def _merge(spans: list[_Span], ch: _Channel) -> list[_Span]:
-    """Neighbours closer than the minimum gap are one segment: merge and re-place."""
+    """Neighbours closer than the minimum gap are one segment: merge and re-place. A merge
+    whose re-placed segment holds a silence of the minimum gap or more (the joined level
+    raises the threshold above a quieter neighbour's speech) is not made: the invariant
+    "a silence of min_gap ends a segment" holds for every segment returned."""
     changed = True
     while changed and len(spans) > 1:
         changed = False
@@ -436,7 +439,7 @@ def _merge(spans: list[_Span], ch: _Channel) -> list[_Span]:
                     min(prev.lo, s.lo),
                     max(prev.hi, s.hi),
                 )
-                if _place(joined, ch):
+                if _place(joined, ch) and not _gaps(joined, ch, ch.min_gap):
                     out[-1] = joined
                     changed = True
                     continue

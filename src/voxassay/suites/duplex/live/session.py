@@ -58,8 +58,9 @@ Faults (scenario ``faults``, seeded)
 ``delay`` / ``jitter`` add a one-way delay to frames (uplink) and outputs (downlink), the order
 kept; ``loss`` replaces lost uplink frames by silence (what packet-loss concealment yields)
 and drops lost downlink audio chunks; ``disconnect`` drops everything both ways for its
-duration, logs ``session.disconnected`` / ``session.resumed`` and tells the agent
-(``on_connection``); ``backlog`` adds ``backlog_ms`` to the player's output delay. Each fault
+duration, logs ``session.disconnected`` / ``session.resumed`` (``timed_by: scenario``: the
+outage's length is the scenario's, so ``reconnect_recovery_ms`` does not pair them) and tells
+the agent (``on_connection``); ``backlog`` adds ``backlog_ms`` to the player's output delay. Each fault
 logs ``fault.started`` / ``fault.ended`` with its parameters. A link that impairs the real
 network path (``applies_faults``: the kinds it applies, e.g. WebRTC through ``impair.py``'s
 relay) is told when each window opens (``on_fault_window(i, start_ms)``) and those kinds are
@@ -621,6 +622,7 @@ class _Session:
                 "session.resumed" if connected else "session.disconnected",
                 ns,
                 reason="fault" if not connected else "reconnected",
+                data={"timed_by": "scenario"},
             )
             self._call(ns, partial(self.agent.on_connection, connected))
 

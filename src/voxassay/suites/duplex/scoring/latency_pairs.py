@@ -339,8 +339,15 @@ DEFAULT_PAIRS: tuple[PairDef, ...] = (
     ),
     PairDef(
         "reconnect_recovery_ms",
-        start=(on("session.disconnected", "network.drop", "network.disconnected"),),
-        end=(on("session.resumed", "session.connected"),),
+        start=(
+            on(
+                "session.disconnected",
+                "network.drop",
+                "network.disconnected",
+                none_of={"timed_by": ("scenario",)},
+            ),
+        ),
+        end=(on("session.resumed", "session.connected", none_of={"timed_by": ("scenario",)}),),
         join="session",
         groups=("reconnect recovery",),
         description=catalogue.definition("reconnect_recovery_ms"),
