@@ -19,13 +19,19 @@ quiet_thread_pools()
 def _run_first_use_probes() -> None:
     """Probes libraries run once per process on first use, here at collection so that the
     live-tier check below blames no test for them: ``platform.processor()`` runs ``uname
-    -p``, and importing urllib3 (requests, speechmos) binds ``::1`` to test for IPv6."""
+    -p``, importing urllib3 (requests, speechmos) binds ``::1`` to test for IPv6, and on a
+    fresh machine matplotlib (imported by sureal) builds its font cache with ``fc-list``."""
     import contextlib
     import platform
 
     platform.processor()
     with contextlib.suppress(ImportError):
         import urllib3  # noqa: F401
+    with contextlib.suppress(ImportError):
+        from matplotlib import get_cachedir
+
+        if not any(Path(get_cachedir()).glob("fontlist-*.json")):
+            import matplotlib.font_manager  # noqa: F401
 
 
 _run_first_use_probes()

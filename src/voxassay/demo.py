@@ -292,10 +292,10 @@ def timing_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 SCHEDULES = {
     "serial": "The sections ran one after another.",
-    "parallel": "The sections ran side by side on two lanes, the duplex section (whose "
-    "latencies include the agent's compute) at normal priority with nothing else at that "
-    "priority beside it; the speed figures of the other sections (RTFx, synthesis time) are "
-    "measured under shared load (`voxassay demo --serial` runs them one at a time).",
+    "parallel": "The sections ran side by side on two lanes; the duplex agents ran at zero "
+    "compute (their latencies are the policies' decisions, not this machine's speed), and the "
+    "speed figures of the other sections (RTFx, synthesis time) are measured under shared load "
+    "(`voxassay demo --serial` runs them one at a time).",
 }
 """What each ``run_demo`` schedule means for the figures, as the report states it."""
 

@@ -85,14 +85,15 @@ def test_asr_summary_names_the_leader_from_its_report() -> None:
     cond = moved["rank_stability"]["conditions"][0]
     cond["rank_shift"] = {"pocketsphinx": -1, "faster-whisper:tiny": 1}
     cond["rank_shift_share"] = {"pocketsphinx": 0.62, "faster-whisper:tiny": 0.62}
-    assert (
-        "No rank change is clear: the largest, faster-whisper:tiny moves 1 place(s) down under "
-        "noisy (against clean), is seen in only 62% of bootstrap draws."
-    ) in asr_summary(moved).sentences
+    assert any(
+        x.startswith("No rank change is clear: the largest, ")
+        and "moves 1 place(s)" in x
+        and x.endswith("under noisy (against clean), is seen in only 62% of bootstrap draws.")
+        for x in asr_summary(moved).sentences
+    )
     cond["rank_shift_share"] = {"pocketsphinx": 0.97, "faster-whisper:tiny": 0.97}
     assert any(
-        x.startswith("Largest rank change: faster-whisper:tiny moves 1 place(s) down")
-        and x.endswith("in 97% of bootstrap draws.")
+        x.startswith("Largest rank change: ") and x.endswith("in 97% of bootstrap draws.")
         for x in asr_summary(moved).sentences
     )
 

@@ -309,7 +309,9 @@ def test_a_rate_gate_passes_on_its_interval_unless_the_matrix_asks_for_the_point
     many = Measurement.rate(58, 60, [f"s{i}" for i in range(60)])
     assert one(evaluate_matrix(matrix(ts), table({"ts": many})), "ts").status == GateStatus.PASS
     # asked for explicitly, the point estimate decides
-    point = gate(id="fs", metric="fs", statistic="rate", threshold=0.10, min_n=10, decide_on="point")
+    point = gate(
+        id="fs", metric="fs", statistic="rate", threshold=0.10, min_n=10, decide_on="point"
+    )
     assert one(evaluate_matrix(matrix(point), table({"fs": m})), "fs").status == GateStatus.PASS
 
 
@@ -773,11 +775,20 @@ def test_cli_ship_exits_0_and_failure_exits_1(tmp_path: Path) -> None:
                 min_evidence: L2
                 min_n: 3
                 on_fail: block
+                decide_on: point
             """
         )
     )
     res = _gate([str(run), "-m", str(ok)])
     assert res.exit_code == 0, res.output
+    # on its interval (the default), 2 of 3 is not yet a pass: collect more data, exit 1
+    interval = tmp_path / "interval.yaml"
+    interval.write_text(ok.read_text().replace("decide_on: point", "decide_on: interval"))
+    res_interval = _gate([str(run), "-m", str(interval)])
+    assert res_interval.exit_code == 1 and "recommendation: collect_more_data" in (
+        res_interval.stdout
+    )
+    assert "reaches past >= 0.5" in res_interval.stdout
     assert "recommendation: ship" in res.stdout
     assert "VERIFIED at L3" in res.stdout
     strict = tmp_path / "strict.yaml"

@@ -116,8 +116,7 @@ RANK_HEADERS = [
 def _shift_text(c: dict[str, Any]) -> str:
     shares = c.get("rank_shift_share") or {}
     return ", ".join(
-        f"{k}: {v:+d}"
-        + (f" ({shares[k]:.0%})" if k in shares else " (share not estimable)")
+        f"{k}: {v:+d}" + (f" ({shares[k]:.0%})" if k in shares else " (share not estimable)")
         for k, v in (c.get("rank_shift") or {}).items()
     )
 

@@ -34,9 +34,11 @@ def demo(
 ) -> RunStore:
     """The quick scenario set (or with ``full`` the demo set: one or two scenarios per
     category) live against the reference agent, both policies as two systems of one run on
-    the virtual clock, each checked against the example acceptance matrix (the report ends in
-    their recommendations); the paired comparison of the two (``voxassay compare RUN RUN``) is
-    written into the run as ``compare.{json,md}``.
+    the virtual clock at zero compute (latencies are the agents' decisions, not this machine's
+    speed: a loaded machine would otherwise change the verdict), each checked against the
+    example acceptance matrix (the report ends in their recommendations); the paired
+    comparison of the two (``voxassay compare RUN RUN``) is written into the run as
+    ``compare.{json,md}``.
     """
     import json
 
@@ -58,6 +60,7 @@ def demo(
         cache_dir=Path(out) / "_demo_data" / "duplex-render",
         matrix=load_matrix(EXAMPLE_MATRIX),
         matrix_source="example",
+        compute="zero",
         on_record=(lambda rec: progress.advance(bar)) if progress is not None else None,
     )
     comparison = compare_runs(store.path, store.path, metric="acceptance")

@@ -263,7 +263,9 @@ def _verdict_text(s: SystemCard) -> str | None:
     failed = [g.id for g in gates if str(g.status) == "fail"]
     if failed:
         return f"{s.system} fails {len(failed)} gate(s) ({', '.join(failed)}): {rec}"
-    floors = sorted({str(g.min_evidence) for g in gates if str(g.status) == "insufficient_evidence"})
+    floors = sorted(
+        {str(g.min_evidence) for g in gates if str(g.status) == "insufficient_evidence"}
+    )
     short = [g.id for g in gates if str(g.status) == "insufficient_n"]
     unknown = [g.id for g in gates if str(g.status) == "unknown"]
     lacks = []
