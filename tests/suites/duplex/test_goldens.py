@@ -79,28 +79,11 @@ RECORDINGS_L2 = (
     "issue 16: a recording without a provenance sidecar is fixed audio, L2 (provenance "
     "unknown), not an unknown level"
 )
-LOCAL_NOISE = (
-    "issue 31: noise is estimated locally from the frames outside speech. Under the 60 Hz hum "
-    "the old global ceiling rose above the caller's request and deleted every segment of the "
-    "naive run's input (nothing scored); now the request and the chatter are found and the naive "
-    "agent's yield to the chatter is scored. With the TV, the old onset fell 41 ms before the "
-    "TV clip was placed (3.019 s in the ledger), now 10 ms after it, and the naive agent's "
-    "yield to the TV (interrupt at 3.48 s) counts: false yields 2 of 2, as the ledger shows"
-)
 ONE_SAMPLE = (
     "issue 31: with the noise estimated locally the agent's onset in d02 moves by one sample "
     "(62.5 us, 2.727125 -> 2.7270625 s), and every figure made from it"
 )
-TURNS_V4 = (
-    "issue 31, turn layer v4: in backchannel-mm-hmm-right the naive agent went on talking after "
-    "the user's backchannel in its pause, which was scored against 'continue' as 'ignore' (wrong) "
-    "and is now right (a backchannel in the agent's silence demands nothing); in "
-    "recovery-disconnect-during-write the naive agent's answer starting 0.3-0.5 s before the "
-    "user's end, the user then stopping, is an overlapping floor transfer, no longer a talk-over"
-)
 CHANGED: dict[str, str] = {
-    r"sessions\[id=(backchannel-mm-hmm-right|recovery-disconnect-during-write)\]\."
-    r"(behaviour_accuracy|failures)$": TURNS_V4,
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
     r"(recommendation|reasons\[\d+\]|status_counts\.\w+)$": STATUS_TABLE,
@@ -112,8 +95,6 @@ CHANGED: dict[str, str] = {
     "the acceptance contract's evidence floors (L3/L4) and one of four actions per gate",
     r"precedence\[\d+\]$": "issue 16: matrix v2 recommends one of four actions (block reads "
     "as keep_in_shadow)",
-    r"sessions\[id=(ambient-hum-and-chatter|bystander-tv-and-chatter)\]\."
-    r"(behaviour_accuracy|failures)$": LOCAL_NOISE,
     r"metrics_version$": "issue 31: duplex-stereo/2, the turn latency is the floor-transfer "
     "offset (floor_transfer_offset_ms, response_latency_ms its alias)",
     r"systems\[[^\]]+\]\.overall\.version$": "issue 31: turn layer v3 (turns cut by the "
