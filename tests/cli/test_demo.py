@@ -129,6 +129,22 @@ def test_demo_duplex_section_ranks_careful_above_naive(demo: Demo) -> None:
     comparison = json.loads((run_dir / "compare.json").read_text())
     (pair,) = [c for c in comparison["comparisons"] if c["system_a"] == "reference:careful"]
     assert pair["overall"]["diff"] < 0  # careful makes fewer behaviour errors than naive
+    # the first screen tells the two apart: careful fails no gate and lacks the L3/L4 evidence
+    # (its agents run at zero compute, so the machine's load cannot fail it), naive fails gates
+    verdicts = {s["system"]: s["gate"]["recommendation"] for s in dreport["systems"]}
+    assert verdicts == {
+        "reference:careful": "collect_more_data",
+        "reference:naive": "keep_in_shadow",
+    }
+    first = next(
+        line
+        for line in (demo.folder / "report.md").read_text().splitlines()
+        if line.startswith("- Full-duplex turn-taking: ")
+    )
+    assert "reference:careful fails no gate but lacks evidence at L3 and L4" in first
+    assert ": collect more data; reference:naive fails " in first and first.endswith(
+        ": keep in shadow."
+    )
 
 
 @pytest.mark.slow

@@ -46,11 +46,12 @@ VOLATILE = frozenset(
         "bundle",
         "audio",
         "wall_s",
+        "pid",
     }
 )
 """Leaves named so identify a run, a place (``audio``: where a recording lies) or a moment, not
 a figure (``wall_s``: the harness self-check's wall time on the virtual clock, a property of
-the machine)."""
+the machine; ``pid``: the process that ran it)."""
 RANDOM_IDS = re.compile(r"[0-9a-f]{32}")
 """Event ids (uuid4 hex), fresh in every run."""
 RUN_TAG = re.compile(r"-r(\d+)-[0-9a-f]{4}\b")
