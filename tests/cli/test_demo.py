@@ -82,7 +82,7 @@ def test_demo_writes_combined_report(demo: Demo) -> None:
     assert summary.count("class='verdict ") == 2 and "reference:naive" in summary
     for domain in ("ASR", "Duplex", "TTS", "SU"):
         assert f"<td class='l'>{domain}</td>" in summary
-    assert "<svg" in summary and "turn decisions wrong" in summary
+    assert "<svg" in summary and "fails no gate but lacks evidence at L3 and L4" in summary
     assert (
         md.index("## Summary")
         < md.index("| domain | system | dimension |")
