@@ -85,6 +85,10 @@ ONE_SAMPLE = (
     "(62.5 us, 2.727125 -> 2.7270625 s), and every figure made from it"
 )
 CHANGED: dict[str, str] = {
+    r"detector\.measured_error_real\.(false_segments|median_ms|p90_ms|max_ms)$": "issue 31: "
+    "the real-speech accuracy the report states is re-measured whenever detection improves; "
+    "per-segment crosstalk (acoustic_crosstalk.py) found three of MEO015's four false segments "
+    "to be FEE016's speech heard on that headset",
     r"gates\[id=first-audio-p95\]\.baseline\.(ci_low|ci_high|improved|regression)$": RECONCILED,
     r"gates\[id=[^\]]+\]\.(status|reasons\[\d+\])$": STATUS_TABLE,
     r"(recommendation|reasons\[\d+\]|status_counts\.\w+)$": STATUS_TABLE,

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from voxassay.suites.duplex.evidence.acoustic_crosstalk import mark_crosstalk
 from voxassay.suites.duplex.evidence.acoustic_noise import (
     LEAK_FRAME_MARGIN_DB,
     LEAK_MARGIN_DB,
@@ -586,7 +587,11 @@ def detect_channels(
             include_noise,
             regions[c],
         )
-        segs.append(found)
+        marked = mark_crosstalk(
+            found, c, [p.x for p in preps], [p.power for p in preps], prep.noise.ceiling, sr
+        )
+        report.crosstalk += sum(1 for a, b in zip(found, marked, strict=True) if a is not b)
+        segs.append(marked)
         reports.append(report)
     return segs, reports
 
