@@ -292,3 +292,63 @@ def test_the_asr_hears_the_short_sounds_of_a_real_exchange(tmp_path: Path) -> No
     bad = CliRunner().invoke(cli, [*args, "--asr", "whisperx", "-o", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "--asr whisperx" in bad.output
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_neighbours_voice_on_a_headset_is_crosstalk_and_own_speech_under_it_is_not() -> None:
+    """Two microphones of one room, real speech: channel 1's talker reaches channel 0 25 dB
+    down and 2 ms late (with the room's noise), and later channel 0's own talker says a few
+    words quietly while channel 1's talker goes on loudly. The copy is crosstalk from channel
+    1; the own words, 14 dB under the loud talker (11 dB over its copy), stay channel 0's
+    speech."""
+    from tests.helpers.real_calls import clean_clip
+    from voxassay.suites.duplex.evidence.acoustic import detect_channels
+
+    sr = 16_000
+    rng = np.random.default_rng(3)
+    loud = clean_clip("cmu_arctic/aew_arctic_a0001.wav", -22.0, sr)
+    own = clean_clip("cmu_arctic/aew_arctic_a0002.wav", -36.0, sr)[: 2 * sr]
+    gap = sr
+    n = 2 * len(loud) + 3 * gap
+    far = np.zeros(n)
+    far[gap : gap + len(loud)] += loud
+    second = 2 * gap + len(loud)
+    far[second : second + len(loud)] += loud
+    near = rng.standard_normal(n) * 10 ** (-70 / 20)
+    delay = round(0.002 * sr)
+    near[delay:] += far[:-delay] * 10 ** (-25 / 20)
+    near[second + sr // 2 : second + sr // 2 + len(own)] += own
+    segs, _ = detect_channels([near, far + rng.standard_normal(n) * 10 ** (-70 / 20)], sr)
+    first = [s for s in segs[0] if s.start_s < (gap + len(loud)) / sr]
+    assert first and all(s.kind == "crosstalk" and s.source == 1 for s in first), first
+    assert all(s.leak_db is not None and -35 < s.leak_db < -15 for s in first)
+    words = (second + sr // 2) / sr
+    mine = [s for s in segs[0] if s.kind == "speech" and s.end_s > words and s.start_s < words + 2]
+    assert mine, segs[0]
+
+
+@pytest.mark.slow
+def test_the_meetings_crosstalk_is_found_segment_by_segment() -> None:
+    """On the AMI headsets, what MEO015's headset picks up of FEE016's speech (29.8-34.2 s,
+    where MEO015 says nothing) is crosstalk from FEE016, and no segment that overlaps its
+    wearer's own words (truth) is turned into crosstalk, on any headset."""
+    import soundfile as sf
+
+    from voxassay.suites.duplex.evidence.acoustic import detect_channels
+    from voxassay.suites.duplex.evidence.acoustic_accuracy import read_rttm
+
+    if not (AMI / "truth.rttm").is_file():
+        pytest.skip(f"AMI truth not found at {AMI} (../shared/real_conversations)")
+    truth = read_rttm(AMI / "truth.rttm")
+    speakers = sorted(s for s in truth if (AMI / f"{s}.wav").is_file())
+    audio = [sf.read(str(AMI / f"{s}.wav"), dtype="float32")[0] for s in speakers]
+    n = min(len(x) for x in audio)
+    segs, reports = detect_channels([x[:n] for x in audio], 16_000)
+    meo, fee016 = speakers.index("MEO015"), speakers.index("FEE016")
+    heard = [s for s in segs[meo] if 29.8 <= s.start_s and s.end_s <= 34.3]
+    assert len(heard) >= 3 and all(s.kind == "crosstalk" for s in heard), heard
+    assert all(s.source == fee016 for s in heard)
+    assert reports[meo].crosstalk >= 3
+    for spk, found in zip(speakers, segs, strict=True):
+        for s in found:
+            if s.kind == "crosstalk":
+                assert not any(min(b, s.end_s) - max(a, s.start_s) > 0 for a, b in truth[spk])

@@ -15,7 +15,9 @@ each speech segment is also tested on its own, against every other channel, with
   loudest on their own close microphone, so the quieter copy is the crosstalk (the correlation
   alone is symmetric).
 
-A segment passing both is ``kind="crosstalk"`` with ``source`` the louder channel and
+Unless the segment also holds this channel's own sound (150 ms or more of frames 6 dB over
+the copy that level difference predicts: own words said over the crosstalk), a segment
+passing both is ``kind="crosstalk"`` with ``source`` the louder channel and
 ``leak_db`` minus the level difference. Developed on the AMI ES2004a headsets, where it marks
 the three segments of FEE016's speech that MEO015's headset picked up (cross-correlation
 0.58-0.70, 25-27 dB quieter) and none of the wearers' own segments (own backchannels under a
@@ -37,6 +39,8 @@ MIN_LOUDER_DB = 10.0
 MAX_LAG_S = 0.03  # microphones of one room: a few metres of sound path, plus clock skew
 BAND_HZ = (200.0, 3500.0)
 FRAME_S = 0.01
+OWN_ABOVE_DB = 6.0
+OWN_MIN_S = 0.15
 
 
 def _band(x: NDArray[np.float64], sr: int) -> NDArray[np.float64]:
@@ -81,6 +85,18 @@ def louder_db(
     return float(np.median(10.0 * np.log10(ratio)))
 
 
+def _own_sound(
+    power: NDArray[Any], ceiling: NDArray[Any], other: NDArray[Any], a: int, b: int, db: float
+) -> bool:
+    """Whether the segment also holds this channel's own sound: ``OWN_MIN_S`` or more of heard
+    frames ``OWN_ABOVE_DB`` over the copy the level difference ``db`` predicts (own words said
+    over a neighbour's crosstalk keep the segment this channel's)."""
+    b = min(b, power.size, other.size)
+    predicted = other[a:b] * 10.0 ** ((OWN_ABOVE_DB - db) / 10.0)
+    own = (power[a:b] > ceiling[a:b]) & (power[a:b] > predicted)
+    return int(own.sum()) * FRAME_S >= OWN_MIN_S
+
+
 def mark_crosstalk(
     segments: Sequence[Any],
     c: int,
@@ -112,7 +128,7 @@ def mark_crosstalk(
                 best is None or diff > best[0]
             ):
                 best = (diff, o)
-        if best is None:
+        if best is None or _own_sound(powers[c], ceiling, powers[best[1]], fa, fb, best[0]):
             out.append(seg)
         else:
             out.append(replace(seg, kind="crosstalk", source=best[1], leak_db=round(-best[0], 1)))
