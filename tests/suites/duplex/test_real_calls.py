@@ -344,7 +344,7 @@ def test_the_meetings_crosstalk_is_found_segment_by_segment() -> None:
     n = min(len(x) for x in audio)
     segs, reports = detect_channels([x[:n] for x in audio], 16_000)
     meo, fee016 = speakers.index("MEO015"), speakers.index("FEE016")
-    heard = [s for s in segs[meo] if 29.8 <= s.start_s and s.end_s <= 34.3]
+    heard = [s for s in segs[meo] if s.start_s >= 29.8 and s.end_s <= 34.3]
     assert len(heard) >= 3 and all(s.kind == "crosstalk" for s in heard), heard
     assert all(s.source == fee016 for s in heard)
     assert reports[meo].crosstalk >= 3
