@@ -256,3 +256,33 @@ def test_a_revision_is_announced_with_its_line(study_dir: Path, tmp_path: Path) 
     assert run_cli("study", "import", str(first), "--study", str(study_dir)).returncode == 0
     r = run_cli("study", "import", str(second), "--study", str(study_dir))
     assert r.returncode == 0 and "2.csv:2: warning: revises a stored rating (2 -> 4" in r.stderr
+
+
+@pytest.mark.live
+def test_a_second_batch_finds_the_items_the_first_split_per_system(tmp_path: Path) -> None:
+    """The first batch rates item u1 for two systems, so the study holds ``u1~sysA`` and
+    ``u1~sysB``; a second batch naming u1 and its system lands on those items, and a system
+    the first batch never saw is a bad row saying what became of the item."""
+    first = write_csv(
+        tmp_path / "one.csv",
+        "rater,item,system,eval,score",
+        ["a,u1,sysA,mos,4", "a,u1,sysB,mos,2", "a,u2,sysA,mos,3"],
+    )
+    r = run_cli("study", "import", str(first), "--out", str(tmp_path / "o"), "--scale", "1", "5")
+    assert r.returncode == 0, r.stderr
+    folder = Path(r.stdout.strip().splitlines()[-1])
+    second = write_csv(
+        tmp_path / "two.csv",
+        "rater,item,system,eval,score",
+        ["b,u1,sysA,mos,5", "b,u1,sysB,mos,1", "b,u2,sysA,mos,3", "b,u1,sysC,mos,3"],
+    )
+    r2 = run_cli("study", "import", str(second), "--study", str(folder))
+    assert r2.returncode == 0, r2.stderr
+    assert "3 imported" in r2.stderr
+    assert "two.csv:5: item 'u1' was imported as one item per system (u1~sysA, u1~sysB)" in (
+        r2.stderr
+    )
+    n = export_ratings_csv(folder, tmp_path / "back.csv")
+    with open(tmp_path / "back.csv", newline="") as fh:
+        rows = {(x["rater"], x["item"]): float(x["score"]) for x in csv.DictReader(fh)}
+    assert n == 6 and rows[("b", "u1~sysA")] == 5.0 and rows[("b", "u1~sysB")] == 1.0

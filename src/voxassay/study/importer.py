@@ -228,11 +228,31 @@ def _dedupe(rows: list[Row]) -> tuple[list[Row], list[tuple[int, str]]]:
 
 
 def _check_against(study: Study, rows: list[Row]) -> tuple[list[Row], list[tuple[int, str]]]:
+    """Rows that fit the study's items and evals, and the reasons of those that do not. An
+    item id that an earlier import split per system (``<item>~<system>``, its ``key`` the
+    original id) is found again by its original id and the row's system(s)."""
     items, evals = study.item_by_id(), study.eval_by_id()
+    split: dict[tuple[str, str, str | None], str] = {}
+    renamed: dict[str, list[str]] = defaultdict(list)
+    for it in study.items:
+        if it.key and it.key != it.id and it.key not in items:
+            split[(it.key, it.system, it.system_b)] = it.id
+            renamed[it.key].append(it.id)
     good, bad = [], []
     for r in rows:
+        if r.item not in items and (r.item, r.system, r.system_b) in split:
+            r.item = split[(r.item, r.system, r.system_b)]
         item, ev = items.get(r.item), evals.get(r.eval)
-        if item is None:
+        if item is None and r.item in renamed:
+            bad.append(
+                (
+                    r.line,
+                    f"item {r.item!r} was imported as one item per system "
+                    f"({', '.join(sorted(renamed[r.item])[:5])}); system {r.system!r} is none "
+                    "of them",
+                )
+            )
+        elif item is None:
             bad.append((r.line, f"unknown item {r.item!r}"))
         elif ev is None:
             bad.append((r.line, f"unknown eval {r.eval!r} (known: {', '.join(evals)})"))
