@@ -163,7 +163,9 @@ def _sections(report: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, Any]
             (
                 "p",
                 f"MOS vs rater-controlled order: Spearman {fmt(mv.get('spearman'))}, Kendall "
-                f"{fmt(mv.get('kendall'))}. Model: {m.get('model')}. Its CIs are Wald (normal) "
+                f"{fmt(mv.get('kendall'))} (descriptive: no interval is computed for these, so "
+                f"they claim no rank change; the differences to the next system below carry "
+                f"the uncertainty). Model: {m.get('model')}. Its CIs are Wald (normal) "
                 f"intervals that include rater and item sampling (they generalize to new "
                 f"raters and items, so they are wider than the MOS t intervals, which treat "
                 f"ratings as independent); the difference to the next system cancels the "
