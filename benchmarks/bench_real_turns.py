@@ -148,6 +148,50 @@ def score(
     return {"edges": pooled(errors), "misses": misses, "false": false, "transfer_ms": transfer}
 
 
+def truth_backchannels(truth: dict[str, list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """Truth backchannels of the FEE013/FEE016 pair: a segment of 1 s or less lying wholly
+    inside the other's segment (the listener's "Mm-hmm", "Yeah" while the other holds the
+    floor; the words files confirm each)."""
+    a, b = truth[TRANSFER[0]], truth[TRANSFER[1]]
+    out = []
+    for mine, other in ((a, b), (b, a)):
+        for s, e in mine:
+            if e - s <= 1.0 and any(os_ <= s and e <= oe for os_, oe in other):
+                out.append((s, e))
+    return sorted(out)
+
+
+def found_backchannels(segs: dict[str, list[Any]], ami: Path) -> list[tuple[float, float]]:
+    """The sounds voxassay's turn layer takes for backchannels (user sounds and agent bursts)
+    when the pair's segments are those a tool found: the same layer for every tool, each
+    segment's level measured on its headset."""
+    import numpy as np
+    import soundfile as sf
+
+    from voxassay.suites.duplex.scoring.turns import analyze_call
+
+    def with_levels(spk: str) -> list[dict[str, float]]:
+        x, sr = sf.read(str(ami / f"{spk}.wav"), dtype="float32")
+        out = []
+        for s, e in segs.get(spk, []):
+            part = x[int(s * sr) : max(int(s * sr) + 1, int(e * sr))]
+            level = 10.0 * np.log10(max(float(np.mean(part.astype(np.float64) ** 2)), 1e-12))
+            out.append({"start_s": float(s), "end_s": float(e), "level_dbfs": level})
+        return out
+
+    a = analyze_call(with_levels(TRANSFER[0]), with_levels(TRANSFER[1]), duration_s=60.0)
+    found = [(u.start_s, u.end_s) for u in a.sounds if u.kind == "backchannel"]
+    found += [(b.start_s, b.end_s) for b in a.bursts if b.role == "backchannel"]
+    return sorted(found)
+
+
+def backchannel_pr(found: list[tuple[float, float]], truth: list[tuple[float, float]]) -> str:
+    def hits(xs: list[tuple[float, float]], ys: list[tuple[float, float]]) -> int:
+        return sum(1 for s, e in xs if any(min(e, b) > max(s, a) for a, b in ys))
+
+    return f"{hits(found, truth)}/{len(found)} {hits(truth, found)}/{len(truth)}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ami", type=Path, default=AMI)
@@ -164,21 +208,21 @@ def main() -> int:
     for det in ("silero", "webrtc", "energy"):
         r = evaluate_meeting(args.ami, detector=det)
         segs = {spk: [tuple(x) for x in p["segments"]] for spk, p in r["speakers"].items()}
-        rows.append((f"voxassay ({det})", score(segs, truth)))
+        rows.append((f"voxassay ({det})", {**score(segs, truth), "segs": segs}))
     if not args.no_peers:
         args.peer_dir.mkdir(parents=True, exist_ok=True)
         for name in PEERS:
             try:
-                rows.append(
-                    (name, score(run_peer(name, args.peer_dir, wavs, args.fdb_repo), truth))
-                )
+                found = run_peer(name, args.peer_dir, wavs, args.fdb_repo)
+                rows.append((name, {**score(found, truth), "segs": found}))
             except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
                 rows.append((name, f"not run: {exc}"))
     print(f"== speech edges on {args.ami.name} (4 headsets, 60 s; matching rule fixed)")
     print(
         f"{'tool':26s} {'n':>3s} {'median':>7s} {'P90':>7s} {'max':>7s}  {'missed':>6s} "
-        f"{'false':>5s}  {'FEE013->FEE016 transfer (truth -10 ms)':>38s}"
+        f"{'false':>5s}  {'FEE013->FEE016 transfer (truth -10 ms)':>38s}  backchannels P / R"
     )
+    bc_truth = truth_backchannels(truth)
     for name, r in rows:
         if isinstance(r, str):
             print(f"{name:26s} {r}")
@@ -187,11 +231,17 @@ def main() -> int:
         tr = "none" if r["transfer_ms"] is None else f"{r['transfer_ms']} ms"
         print(
             f"{name:26s} {e['n']:3d} {e['median_ms']:7.1f} {e['p90_ms']:7.1f} {e['max_ms']:7.1f}"
-            f"  {r['misses']:6d} {r['false']:5d}  {tr:>38s}"
+            f"  {r['misses']:6d} {r['false']:5d}  {tr:>38s}  "
+            f"{backchannel_pr(found_backchannels(r['segs'], args.ami), bc_truth)}"
         )
     print(
         "targets (issue 31): median <= 20 ms, P90 <= 60 ms, no miss of 150 ms or more, no false "
-        "segment; backchannel labels are not in this table yet"
+        "segment, FEE016's four backchannels found and no floor-taking segment called one"
+    )
+    print(
+        f"backchannels: found ones that are truth / found, truth ones found / truth ({len(bc_truth)}:"
+        f" {', '.join(f'{a:.2f}' for a, _ in bc_truth)} s), by voxassay's turn layer on each "
+        "tool's FEE013 (user) / FEE016 (agent) segments"
     )
     return 0
 

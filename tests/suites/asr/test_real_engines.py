@@ -22,7 +22,14 @@ def _invoke(args: list[str]) -> Path:
 @pytest.mark.slow
 def test_engines_on_real_clean_accented_and_noisy_speech(tmp_path: Path, data_dir: Path) -> None:
     base = make_manifest(tmp_path / "base.jsonl", ("read_speech", "accented"))
-    items = load_manifest(base)
+    every = load_manifest(base)
+    # 8 clean utterances, and of the accented ones each Indian-accented utterance and one per
+    # other speaker: every group the assertions read, at about half the audio of all of them
+    accented = [i for i in every if i.labels["condition"] == "accent"]
+    firsts = {i.speaker: i for i in reversed(accented) if i.labels.get("accent") != "Indian"}
+    items = [i for i in every if i.labels["condition"] == "clean"][:8] + [
+        i for i in accented if i.labels.get("accent") == "Indian" or firsts.get(i.speaker) is i
+    ]
     clean = [i for i in items if i.labels["condition"] == "clean"][:4]
     write_manifest(clean, tmp_path / "clean4.jsonl")
     noise = sorted((data_dir / "noise" / "speech_commands").glob("*.wav"))[:2]
