@@ -335,6 +335,29 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     return out
 
 
+def contended_session(r: Record) -> bool:
+    """Whether the session ran contended (``core.cpu``: its process waited for a CPU over a
+    tenth of its CPU time while the agent's compute was charged to the virtual clock)."""
+    return bool(((r.output or {}).get("session_stats") or {}).get("contended"))
+
+
+def _contended_block(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
+    """The contended sessions and their latencies, reported apart: in no headline and no
+    gate."""
+    return {
+        "n_sessions": len(recs),
+        "sessions": [r.id for r in recs],
+        "latencies": {
+            name: {k: v for k, v in entry.items() if k not in ("values", "by")}
+            for name, entry in _ledger_latencies(recs, n_boot).items()
+        },
+        "note": "these sessions' process waited for a CPU over a tenth of its CPU time while "
+        "the agent's compute was charged to the virtual clock: their latencies "
+        "are this machine's load as much as the agent's, so they are reported here, apart, "
+        "and feed no headline and no gate; their turn decisions still count",
+    }
+
+
 def system_block(
     spec: str, recs: Sequence[Record], levels: Mapping[str, str], n_boot: int
 ) -> dict[str, Any]:
@@ -345,6 +368,12 @@ def system_block(
     overall: dict[str, Any] = (
         aggregate(analyses) if analyses else {"rates": {}, "latencies": {}, "n_calls": 0}
     )
+    contended = {r.id for r in ok if contended_session(r)}
+    timed = [r for r in ok if r.id not in contended]
+    if contended:  # their latencies are the machine's load as much as the agent's: apart
+        timed_analyses = [a for r, a in zip(ok, analyses, strict=True) if r.id not in contended]
+        overall["latencies"] = aggregate(timed_analyses)["latencies"] if timed_analyses else {}
+        overall["contended"] = _contended_block([r for r in ok if r.id in contended], n_boot)
     overall.pop("calls", None)
     overall["n_sessions"] = len(ok)
     overall["rates"].update(after_break_rates(ok))
@@ -353,7 +382,7 @@ def system_block(
     for name in TURN_METRICS:
         if name in overall["latencies"]:
             overall["latencies"][name]["source"] = "acoustic turns (turns.analyze_call)"
-    ledger = _ledger_latencies(ok, n_boot)
+    ledger = _ledger_latencies(timed, n_boot)
     overall["latencies"] = {**ledger, **overall["latencies"]}
     task = _task_block(ok)
     overall["task"] = task
@@ -378,7 +407,13 @@ def system_block(
                 for name, entry in ledger.items()
                 if entry["by"].get(field_name, {}).get(value) is not None
             }
-            lat.update({k: v for k, v in agg["latencies"].items() if k in TURN_METRICS})
+            timed_sub = [by_key[r.id] for r in sub if r.id not in contended]
+            turn_lat = (
+                agg["latencies"]
+                if not contended
+                else (aggregate(timed_sub)["latencies"] if timed_sub else {})
+            )
+            lat.update({k: v for k, v in turn_lat.items() if k in TURN_METRICS})
             groups.append(
                 {
                     "group": field_name,

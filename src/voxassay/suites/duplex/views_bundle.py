@@ -479,6 +479,23 @@ def _failures_section(card: Scorecard, store: RunStore | None) -> Section:
     return sec
 
 
+def _contended_notes(card: Scorecard) -> list[Text]:
+    """One note per system with sessions that ran contended (``core.cpu``)."""
+    out = []
+    for s in card.systems:
+        block = given(s.overall, "contended")
+        if block:
+            out.append(
+                Text(
+                    f"{s.system}: {block['n_sessions']} session(s) ran contended "
+                    f"({', '.join(block['sessions'][:5])}"
+                    f"{' ...' if len(block['sessions']) > 5 else ''}): {block['note']}.",
+                    "note",
+                )
+            )
+    return out
+
+
 def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
     """The report of a bundle run as a ``Document`` (module docstring)."""
     from voxassay.suites.duplex.views_summary import duplex_summary, recommendation_section
@@ -500,6 +517,7 @@ def bundle_document(card: Scorecard, store: RunStore | None = None) -> Document:
         ),
         Text(detector_line(card)),
         *(Text(n, "note") for n in given(card, "detector_notes") or []),
+        *_contended_notes(card),
     )
     doc.section("Systems under test", *_systems_blocks(card))
     wc = given(card, "what_changed")

@@ -29,6 +29,7 @@ from typing import Any
 
 from voxassay.contracts.duplex.manifest import ClockInfo, Provenance, SystemInfo
 from voxassay.contracts.duplex.scenario import Scenario
+from voxassay.core.cpu import CpuMeter
 from voxassay.core.errors import InputError
 from voxassay.core.records import Record, error_record
 from voxassay.core.runstore import utc_now
@@ -187,7 +188,9 @@ class SessionWorker:
                 return _error(sc, agent, r, "loop", f"{type(exc).__name__}: {exc}", started)
         looped = None
         try:
-            result = run_session(sc, audio, instance, cfg, sid, loop=player)
+            with CpuMeter() as meter:
+                result = run_session(sc, audio, instance, cfg, sid, loop=player)
+            result.stats.update(_contention(meter, cfg))
             if player is not None:
                 from voxassay.suites.duplex.live.loop import loop_evidence
 
@@ -285,6 +288,19 @@ def measure_self_check(plan: SelfCheckPlan) -> dict[str, Any]:
     check["measured_at"] = utc_now()
     check["pid"] = os.getpid()
     return check
+
+
+def _contention(meter: CpuMeter, cfg: Any) -> dict[str, Any]:
+    """``cpu`` (what ``core.cpu`` measured over the session) and ``contended``: the process
+    waited for a CPU over a tenth of its CPU time while the in-process agent's compute was
+    charged to the virtual clock. At zero compute no latency depends on the machine; on the
+    real clock the agent runs elsewhere (its own process or server), and this process's
+    waiting says little of it: both record the figures and mark nothing."""
+    use = meter.use
+    if use is None:
+        return {}
+    timed = cfg.clock == "virtual" and cfg.compute == "charged"
+    return {"cpu": use.to_dict(), "contended": bool(timed and use.contended)}
 
 
 def _close_quietly(instance: Any) -> None:
