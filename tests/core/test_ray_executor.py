@@ -374,11 +374,11 @@ _EVENT_ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 def _session_view(rec: Record, run: Path) -> str:
     """A session record's output as JSON, without what differs between two runs of the same
-    sessions: the run's folder and id (in session ids), the ledger's random event ids and the
-    agent's compute seconds (a timing)."""
+    sessions: the run's folder and id (in session ids), the ledger's random event ids, the
+    agent's compute seconds and the process's CPU figures (timings of the machine)."""
     output = dict(rec.output)
     output["session_stats"] = {
-        k: v for k, v in output["session_stats"].items() if k != "agent_compute_s"
+        k: v for k, v in output["session_stats"].items() if k not in ("agent_compute_s", "cpu")
     }
     text = json.dumps(output, sort_keys=True).replace(str(run), "RUN")
     return _EVENT_ID.sub("E", re.sub(r"-r(\d+)-[0-9a-f]{4}\b", r"-r\1-ID", text))
