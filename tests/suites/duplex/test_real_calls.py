@@ -352,3 +352,35 @@ def test_the_meetings_crosstalk_is_found_segment_by_segment() -> None:
         for s in found:
             if s.kind == "crosstalk":
                 assert not any(min(b, s.end_s) - max(a, s.start_s) > 0 for a, b in truth[spk])
+
+
+def test_a_codec_that_was_not_validated_is_said_and_g711_is_not(tmp_path: Path) -> None:
+    """A real exchange (FEE013 / FEE016, 20 s at 8 kHz) stored as GSM 6.10 on the user's side
+    is scored with a warning naming the encoding as outside what was validated; the same
+    exchange in G.711 mu-law raises no such warning. The encodings are in the record."""
+    import soundfile as sf
+
+    _exchange_args()  # skips without AMI
+    from voxassay.core.audio import Audio, resample
+
+    def side(name: str, subtype: str) -> Path:
+        x, sr = sf.read(str(AMI / f"{name}.wav"), dtype="float32")
+        y = resample(Audio(x[: 20 * sr], sr), 8000).samples
+        path = tmp_path / f"{name}-{subtype}.wav"
+        sf.write(str(path), np.clip(y, -1, 1), 8000, subtype=subtype)
+        return path
+
+    def warnings(user: Path, agent: Path, out: Path) -> tuple[list[str], dict[str, str]]:
+        res = CliRunner().invoke(
+            cli, ["duplex", "score", "--user", str(user), "--agent", str(agent), "-o", str(out)]
+        )
+        assert res.exit_code == 0, res.output
+        (records,) = out.glob("*/records.jsonl")
+        rec = json.loads(records.read_text().splitlines()[0])
+        return [p["message"] for p in rec["output"]["problems"]], rec["output"]["codecs"]
+
+    gsm, codecs = warnings(side("FEE013", "GSM610"), side("FEE016", "ULAW"), tmp_path / "a")
+    assert codecs == {"FEE013-GSM610.wav": "GSM610", "FEE016-ULAW.wav": "ULAW"}
+    assert any("FEE013-GSM610.wav is encoded as GSM610, not among" in m for m in gsm), gsm
+    ulaw, _ = warnings(side("FEE013", "ULAW"), side("FEE016", "ULAW"), tmp_path / "b")
+    assert not any("is encoded as" in m for m in ulaw), ulaw

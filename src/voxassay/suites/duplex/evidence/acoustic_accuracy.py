@@ -457,13 +457,32 @@ VALIDATED_ON = (
 """The conditions the stated accuracy was measured under (``tests/suites/duplex/test_real_calls``)."""
 
 
-def outside_validated(acoustic: Mapping[str, Mapping[str, Any]], sample_rate: int) -> list[str]:
+VALIDATED_CODECS = frozenset(
+    {"PCM_16", "PCM_24", "PCM_32", "PCM_U8", "PCM_S8", "FLOAT", "DOUBLE", "ULAW", "ALAW", "OPUS"}
+)
+"""The encodings of a recording file (libsndfile subtypes) the stated accuracy covers: linear
+PCM (whatever was decoded into it), G.711 mu-law and A-law, Opus. Others (GSM 6.10, MP3,
+Vorbis, the ADPCMs) were not measured."""
+
+
+def outside_validated(
+    acoustic: Mapping[str, Mapping[str, Any]],
+    sample_rate: int,
+    codecs: Mapping[str, str] | None = None,
+) -> list[str]:
     """What about a recording lies outside ``VALIDATED_*``, one sentence each (empty: all
     inside). ``acoustic``: each side's ``ChannelReport`` as a mapping; ``sample_rate``: the
-    recording's own rate (before analysis resampling)."""
+    recording's own rate (before analysis resampling); ``codecs``: each file's encoding
+    (libsndfile subtype, e.g. ``GSM610``)."""
     out = []
     if sample_rate < VALIDATED_MIN_SR:
         out.append(f"sample rate {sample_rate} Hz is below the 8 kHz validated")
+    for name, codec in (codecs or {}).items():
+        if codec.upper() not in VALIDATED_CODECS:
+            out.append(
+                f"{name} is encoded as {codec}, not among the encodings validated (linear PCM, "
+                "G.711 mu-law/A-law, Opus)"
+            )
     for side, rep in acoustic.items():
         noise = (rep.get("noise_dbfs") or [None, None, None])[2]
         if noise is not None and noise > VALIDATED_MAX_NOISE_DBFS:

@@ -133,10 +133,13 @@ def segment_call(call: CallInput, detector: str, transcriber: Any = None) -> dic
         out["asr"] = annotate_tokens(
             {"user": user, "agent": agent}, sr, out["segments"], transcriber
         )
-    rate = min(int(sf.info(f).samplerate) for f in call.files)
+    infos = {Path(f).name: sf.info(f) for f in call.files}
+    rate = min(int(i.samplerate) for i in infos.values())
+    codecs = {name: str(i.subtype) for name, i in infos.items()}
+    out["codecs"] = codecs
     out["problems"] += [
         {"file": call.files[0], "line": None, "column": None, "severity": "warning", "message": m}
-        for m in outside_validated(out["acoustic"], rate)
+        for m in outside_validated(out["acoustic"], rate, codecs)
     ]
     return out
 
