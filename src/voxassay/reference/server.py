@@ -292,19 +292,29 @@ class _Connection(ConnectionOutputs):
         self._threadsafe(fatal)
 
     def stop_worker(self) -> None:
+        """End the agent's session after the client left: audio frames still queued are
+        dropped (nobody hears the answer any more), but every event the client sent and the
+        server acknowledged (tool outputs, items, truncations, hooks) still reaches the agent,
+        in order, before ``finish``: a slow agent must not lose what a fast client said."""
         if self.inline is not None:
             if self.agent is not None:
                 if not self.inline_busy:
+                    said = [job for job in self.inline if job[0] != "frame"]
                     self.inline.clear()
+                    self.inline.extend(said)
                 self.submit(("finish",))
             return
+        kept = []
         while True:
             try:
-                self.jobs.get_nowait()
+                job = self.jobs.get_nowait()
             except queue.Empty:
                 break
-        with contextlib.suppress(queue.Full):
-            self.jobs.put_nowait(("finish",))
+            if job[0] != "frame":
+                kept.append(job)
+        for job in [*kept, ("finish",)]:
+            with contextlib.suppress(queue.Full):
+                self.jobs.put_nowait(job)
 
     # ------------------------------------------------------------------ main
     async def run(self) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from voxassay.suites.duplex.evidence.acoustic_crosstalk import mark_crosstalk
+from voxassay.suites.duplex.evidence.acoustic_crosstalk import band, mark_crosstalk
 from voxassay.suites.duplex.evidence.acoustic_noise import (
     LEAK_FRAME_MARGIN_DB,
     LEAK_MARGIN_DB,
@@ -572,6 +572,7 @@ def detect_channels(
         raise ValueError(f"unknown detector {detector!r}; choose one of {', '.join(DETECTORS)}")
     preps = [_prepare(ch, sr) for ch in channels]
     regions = [_regions(p, sr, detector) for p in preps]
+    banded = [band(p.x, sr) for p in preps] if len(preps) > 1 else []
     segs, reports = [], []
     for c, prep in enumerate(preps):
         frame = 2 * round(EDGE_WIN_S * sr)
@@ -587,9 +588,7 @@ def detect_channels(
             include_noise,
             regions[c],
         )
-        marked = mark_crosstalk(
-            found, c, [p.x for p in preps], [p.power for p in preps], prep.noise.ceiling, sr
-        )
+        marked = mark_crosstalk(found, c, banded, [p.power for p in preps], prep.noise.ceiling, sr)
         report.crosstalk += sum(1 for a, b in zip(found, marked, strict=True) if a is not b)
         segs.append(marked)
         reports.append(report)

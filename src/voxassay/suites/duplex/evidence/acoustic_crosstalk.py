@@ -43,26 +43,26 @@ OWN_ABOVE_DB = 6.0
 OWN_MIN_S = 0.15
 
 
-def _band(x: NDArray[np.float64], sr: int) -> NDArray[np.float64]:
+def band(x: NDArray[Any], sr: int) -> NDArray[np.float64]:
+    """``x`` band-passed to ``BAND_HZ`` (zero phase), the whole channel at once."""
     from scipy.signal import butter, sosfiltfilt
 
+    y = np.asarray(x, dtype=np.float64)
+    if y.size <= 27:
+        return y
     hi = min(BAND_HZ[1], 0.45 * sr)
     sos = butter(4, [BAND_HZ[0], hi], btype="band", fs=sr, output="sos")
-    return np.asarray(sosfiltfilt(sos, x), dtype=np.float64) if x.size > 27 else x
+    return np.asarray(sosfiltfilt(sos, y), dtype=np.float64)
 
 
 def peak_xcorr(mine: NDArray[Any], other: NDArray[Any], sr: int, start: int, end: int) -> float:
     """Peak |normalised cross-correlation| of ``mine[start:end]`` with ``other`` shifted by up
-    to ``MAX_LAG_S`` either way (both band-passed)."""
+    to ``MAX_LAG_S`` either way (both already band-passed, ``band``)."""
     from scipy.signal import fftconvolve
 
     lag = round(MAX_LAG_S * sr)
-    lo, hi = max(0, start - lag), min(len(other), end + lag)
-    pad = round(0.05 * sr)  # filter edge effects stay outside the compared samples
-    a0, b0 = max(0, start - pad), min(len(mine), end + pad)
-    x = _band(np.asarray(mine[a0:b0], np.float64), sr)[start - a0 : start - a0 + end - start]
-    c0, d0 = max(0, lo - pad), min(len(other), hi + pad)
-    y = _band(np.asarray(other[c0:d0], np.float64), sr)[lo - c0 : lo - c0 + hi - lo]
+    x = mine[start:end]
+    y = other[max(0, start - lag) : min(len(other), end + lag)]
     ex = float(np.sqrt(np.sum(x * x)))
     if x.size < 2 or y.size < x.size or ex == 0.0:
         return 0.0
@@ -106,7 +106,8 @@ def mark_crosstalk(
     sr: int,
 ) -> list[Any]:
     """``segments`` of channel ``c`` with every speech segment that another channel's sound
-    explains (both cues above) turned into ``crosstalk`` from that channel."""
+    explains (both cues above) turned into ``crosstalk`` from that channel. ``signals``: every
+    channel band-passed (``band``)."""
     out = []
     for seg in segments:
         if seg.kind != "speech" or len(signals) < 2:
