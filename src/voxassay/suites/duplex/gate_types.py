@@ -407,6 +407,11 @@ class GroupValue:
     note: str
     passes: bool | None
 
+    @property
+    def where(self) -> str:
+        """``overall`` or ``split=name``, as reasons name the group."""
+        return "overall" if self.split is None else f"{self.split}={self.name}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "split": self.split,

@@ -140,6 +140,27 @@ def _zero_tolerance(gate: Gate, m: Measurement) -> bool:
     return gate.threshold == 0 and gate.comparator in ("<=", "==") and m.kind != "latency"
 
 
+def _wholly(gate: Gate, lo: float | None, hi: float | None, *, failing: bool) -> bool:
+    """Whether the interval ``[lo, hi]`` lies wholly on the failing (or passing) side of the
+    gate's threshold; a missing bound decides nothing."""
+    t = gate.threshold
+    if failing:
+        return {
+            "<=": lo is not None and lo > t,
+            "<": lo is not None and lo >= t,
+            ">=": hi is not None and hi < t,
+            ">": hi is not None and hi <= t,
+            "==": lo is not None and hi is not None and (lo > t or hi < t),
+        }[gate.comparator]
+    return {
+        "<=": hi is not None and hi <= t,
+        "<": hi is not None and hi < t,
+        ">=": lo is not None and lo >= t,
+        ">": lo is not None and lo > t,
+        "==": lo is not None and hi is not None and lo == hi == t,
+    }[gate.comparator]
+
+
 def _interval_fails(gate: Gate, m: Measurement) -> str | None:
     """The 95 % interval of the gate's statistic when it lies wholly on the failing side of the
     threshold (Wilson for rates; order-statistic bounds for percentiles, censored pairs as
@@ -157,14 +178,7 @@ def _interval_fails(gate: Gate, m: Measurement) -> str | None:
         lo, hi = m.ci["rate"]
     else:
         return None
-    t = gate.threshold
-    failing = {
-        "<=": lo is not None and lo > t,
-        "<": lo is not None and lo >= t,
-        ">=": hi is not None and hi < t,
-        ">": hi is not None and hi <= t,
-        "==": lo is not None and hi is not None and (lo > t or hi < t),
-    }[gate.comparator]
+    failing = _wholly(gate, lo, hi, failing=True)
     return f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]" if failing else None
 
 
@@ -177,15 +191,9 @@ def _interval_unproven(gate: Gate, m: Measurement) -> str | None:
     if _zero_tolerance(gate, m) or "rate" not in m.ci:
         return None
     lo, hi = m.ci["rate"]
-    t = gate.threshold
-    proven = {
-        "<=": hi is not None and hi <= t,
-        "<": hi is not None and hi < t,
-        ">=": lo is not None and lo >= t,
-        ">": lo is not None and lo > t,
-        "==": True,
-    }[gate.comparator]
-    return None if proven else f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]"
+    if gate.comparator == "==" or _wholly(gate, lo, hi, failing=False):
+        return None
+    return f"[{fmt_value(lo, gate.unit)}, {fmt_value(hi, gate.unit)}]"
 
 
 def _evaluate_gate(
@@ -247,10 +255,7 @@ def _evaluate_gate(
             measured_by_group.append(sm)
     short = [g for g in groups if g.n < need]
     if short:
-        detail = "; ".join(
-            f"{'overall' if g.split is None else f'{g.split}={g.name}'}: n = {g.n} < {need}"
-            for g in short
-        )
+        detail = "; ".join(f"{g.where}: n = {g.n} < {need}" for g in short)
         origin = (
             f"min_n {need} set by the matrix"
             if gate.min_n is not None
@@ -332,10 +337,7 @@ def _evaluate_gate(
     unit = gate.unit
     bound = f"{gate.comparator} {fmt_value(gate.threshold, unit)}"
     if threshold_met is False:
-        where = ", ".join(
-            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {fmt_value(g.value, unit)}"
-            for g in failing
-        )
+        where = ", ".join(f"{g.where} {fmt_value(g.value, unit)}" for g in failing)
         threshold_text = f"{gate.statistic} {where} not {bound}"
     elif threshold_met:
         threshold_text = f"{gate.statistic} {fmt_value(stat.value, unit)} {bound}"
@@ -360,17 +362,14 @@ def _evaluate_gate(
         status = GateStatus.FAIL
     elif events:
         status = GateStatus.FAIL
-        where = ", ".join(
-            f"{'overall' if g.split is None else f'{g.split}={g.name}'} {fmt_value(g.value, unit)}"
-            for g in events
-        )
+        where = ", ".join(f"{g.where} {fmt_value(g.value, unit)}" for g in events)
         threshold_text = (
             f"zero-tolerance gate ({gate.statistic} {bound}): {where}; any event fails, whatever n"
         )
     elif decided:
         status = GateStatus.FAIL
         threshold_text = "; ".join(
-            f"{'overall' if g.split is None else f'{g.split}={g.name}'}: n = {g.n} < {need}, "
+            f"{g.where}: n = {g.n} < {need}, "
             f"but the 95 % interval {text} lies wholly on the failing side of {bound}"
             for g, text in decided
         )
@@ -389,8 +388,7 @@ def _evaluate_gate(
         reasons.append(
             "insufficient evidence for a pass: "
             + "; ".join(
-                f"{'overall' if g.split is None else f'{g.split}={g.name}'} "
-                f"{fmt_value(g.value, unit)}, 95 % interval {text} reaches past {bound}"
+                f"{g.where} {fmt_value(g.value, unit)}, 95 % interval {text} reaches past {bound}"
                 for g, text in unproven
             )
             + " (a rate gate passes when its whole interval meets the threshold: collect more "

@@ -335,6 +335,13 @@ def _ledger_latencies(recs: Sequence[Record], n_boot: int) -> dict[str, Any]:
     return out
 
 
+def _turn_latencies(analyses: Sequence[Any]) -> dict[str, Any]:
+    """The turn layer's latencies over ``analyses`` (none: no latencies)."""
+    from voxassay.suites.duplex.scoring.turn_metrics import aggregate
+
+    return aggregate(analyses)["latencies"] if analyses else {}
+
+
 def contended_session(r: Record) -> bool:
     """Whether the session ran contended (``core.cpu``: its process waited for a CPU over a
     tenth of its CPU time while the agent's compute was charged to the virtual clock)."""
@@ -371,8 +378,9 @@ def system_block(
     contended = {r.id for r in ok if contended_session(r)}
     timed = [r for r in ok if r.id not in contended]
     if contended:  # their latencies are the machine's load as much as the agent's: apart
-        timed_analyses = [a for r, a in zip(ok, analyses, strict=True) if r.id not in contended]
-        overall["latencies"] = aggregate(timed_analyses)["latencies"] if timed_analyses else {}
+        overall["latencies"] = _turn_latencies(
+            [a for r, a in zip(ok, analyses, strict=True) if r.id not in contended]
+        )
         overall["contended"] = _contended_block([r for r in ok if r.id in contended], n_boot)
     overall.pop("calls", None)
     overall["n_sessions"] = len(ok)
@@ -407,11 +415,10 @@ def system_block(
                 for name, entry in ledger.items()
                 if entry["by"].get(field_name, {}).get(value) is not None
             }
-            timed_sub = [by_key[r.id] for r in sub if r.id not in contended]
             turn_lat = (
-                agg["latencies"]
-                if not contended
-                else (aggregate(timed_sub)["latencies"] if timed_sub else {})
+                _turn_latencies([by_key[r.id] for r in sub if r.id not in contended])
+                if contended
+                else agg["latencies"]
             )
             lat.update({k: v for k, v in turn_lat.items() if k in TURN_METRICS})
             groups.append(

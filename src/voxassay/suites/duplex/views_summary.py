@@ -263,15 +263,13 @@ def _verdict_text(s: SystemCard) -> str | None:
     failed = [g.id for g in gates if str(g.status) == "fail"]
     if failed:
         return f"{s.system} fails {len(failed)} gate(s) ({', '.join(failed)}): {rec}"
-    floors = sorted(
-        {str(g.min_evidence) for g in gates if str(g.status) == "insufficient_evidence"}
-    )
+    below = [g for g in gates if str(g.status) == "insufficient_evidence"]
     short = [g.id for g in gates if str(g.status) == "insufficient_n"]
     unknown = [g.id for g in gates if str(g.status) == "unknown"]
     lacks = []
-    if floors:
-        n_floor = sum(1 for g in gates if str(g.status) == "insufficient_evidence")
-        lacks.append(f"evidence at {' and '.join(floors)} for {n_floor} gate(s)")
+    if below:
+        floors = " and ".join(sorted({str(g.min_evidence) for g in below}))
+        lacks.append(f"evidence at {floors} for {len(below)} gate(s)")
     if short:
         lacks.append(f"more sessions for {len(short)} ({', '.join(short)})")
     if unknown:

@@ -133,7 +133,10 @@ def segment_call(call: CallInput, detector: str, transcriber: Any = None) -> dic
         out["asr"] = annotate_tokens(
             {"user": user, "agent": agent}, sr, out["segments"], transcriber
         )
-    infos = {Path(f).name: sf.info(f) for f in call.files}
+    names = [Path(f).name for f in call.files]  # the full path where two share a name
+    infos = {
+        n if names.count(n) == 1 else f: sf.info(f) for n, f in zip(names, call.files, strict=True)
+    }
     rate = min(int(i.samplerate) for i in infos.values())
     codecs = {name: str(i.subtype) for name, i in infos.items()}
     out["codecs"] = codecs
